@@ -1,0 +1,51 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "EncryptedSQLite",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "EncryptedSQLite", targets: ["EncryptedSQLite"]),
+        .executable(name: "rekey", targets: ["rekey"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+    ],
+    targets: [
+        // SQLCipher from Debian's libsqlcipher-dev. The shim defines SQLITE_HAS_CODEC and includes
+        // <sqlcipher/sqlite3.h>, so the plain libsqlite3 header can never be picked up.
+        .systemLibrary(
+            name: "CSQLCipher",
+            pkgConfig: "sqlcipher",
+            providers: [.apt(["libsqlcipher-dev"])]
+        ),
+        .target(
+            name: "EncryptedSQLite",
+            dependencies: [
+                "CSQLCipher",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .executableTarget(
+            name: "rekey",
+            dependencies: [
+                "EncryptedSQLite",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "EncryptedSQLiteTests",
+            dependencies: ["EncryptedSQLite", "CSQLCipher"]
+        ),
+        .testTarget(
+            name: "RekeyTests",
+            dependencies: ["EncryptedSQLite", "rekey"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,231 @@
+import CSQLCipher
+
+/// SQLite's "copy this buffer now" destructor, which the C macro `SQLITE_TRANSIENT` spells.
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// A prepared SQL statement: bind arguments, step through rows, reset, and run again.
+///
+/// Create one with ``Connection/prepare(_:)``. A statement belongs to its connection and to the
+/// thread that uses that connection; it keeps the connection open while it lives.
+///
+/// ```swift
+/// let insert = try db.prepare("INSERT INTO t(name) VALUES (?)")
+/// for name in names { try insert.execute([name]) }
+/// ```
+public final class Statement {
+    let handle: OpaquePointer
+    /// The connection this statement runs on.
+    public let connection: Connection
+    /// The SQL text of this statement.
+    public let sql: String
+    private var layoutCache: ColumnLayout?
+
+    init(connection: Connection, handle: OpaquePointer, sql: String) {
+        self.connection = connection
+        self.handle = handle
+        self.sql = sql
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// The number of parameter slots (`?NNN` counts up to its largest NNN).
+    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
+
+    /// The number of result columns (0 for statements that return no rows).
+    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+
+    /// The result column names, in order.
+    public var columnNames: [String] { layout.names }
+
+    /// `true` when the statement does not write to the database.
+    public var isReadOnly: Bool { sqlite3_stmt_readonly(handle) != 0 }
+
+    var layout: ColumnLayout {
+        if let layoutCache { return layoutCache }
+        let names = (0..<Int32(columnCount)).map { String(cString: sqlite3_column_name(handle, $0)) }
+        let layout = ColumnLayout(names: names)
+        layoutCache = layout
+        return layout
+    }
+
+    /// Resets the statement and binds new arguments to all of its parameters.
+    /// - Throws: ``StatementError`` when the arguments do not fit the parameters, ``SQLiteError``
+    ///   when SQLite refuses a value.
+    public func bind(_ arguments: StatementArguments) throws {
+        reset()
+        var consumed = 0
+        var usedNames = Set<String>()
+        try bind(arguments, positionalOffset: &consumed, usedNames: &usedNames)
+        try checkAllConsumed(arguments, consumed: consumed, usedNames: usedNames)
+    }
+
+    /// Binds the part of `arguments` this statement needs, starting at `positionalOffset` for
+    /// positional arguments; used to spread one argument list over several statements.
+    func bind(_ arguments: StatementArguments, positionalOffset: inout Int, usedNames: inout Set<String>) throws {
+        sqlite3_clear_bindings(handle)
+        let count = parameterCount
+        guard count > 0 else { return }
+        switch arguments.storage {
+        case .positional(let values):
+            guard positionalOffset + count <= values.count else {
+                throw StatementError.argumentCountMismatch(expected: positionalOffset + count, given: values.count, sql: sql)
+            }
+            for slot in 1...count {
+                try bind(values[positionalOffset + slot - 1], at: Int32(slot))
+            }
+            positionalOffset += count
+        case .named(let values):
+            for slot in 1...count {
+                guard let cName = sqlite3_bind_parameter_name(handle, Int32(slot)) else {
+                    throw StatementError.unnamedParameterWithNamedArguments(index: slot, sql: sql)
+                }
+                let name = String(cString: cName)
+                let bare = StatementArguments.bareName(name)
+                if name.hasPrefix("?") {
+                    throw StatementError.unnamedParameterWithNamedArguments(index: slot, sql: sql)
+                }
+                guard let value = values[bare] else {
+                    throw StatementError.missingNamedArgument(name: name, sql: sql)
+                }
+                usedNames.insert(bare)
+                try bind(value, at: Int32(slot))
+            }
+        }
+    }
+
+    func checkAllConsumed(_ arguments: StatementArguments, consumed: Int, usedNames: Set<String>) throws {
+        switch arguments.storage {
+        case .positional(let values):
+            if consumed != values.count {
+                throw StatementError.argumentCountMismatch(expected: consumed, given: values.count, sql: sql)
+            }
+        case .named(let values):
+            if let unused = values.keys.sorted().first(where: { !usedNames.contains($0) }) {
+                throw StatementError.unusedNamedArgument(name: unused, sql: sql)
+            }
+        }
+    }
+
+    private func bind(_ value: DatabaseValue, at slot: Int32) throws {
+        let code: Int32
+        switch value {
+        case .null:
+            code = sqlite3_bind_null(handle, slot)
+        case .integer(let integer):
+            code = sqlite3_bind_int64(handle, slot, integer)
+        case .real(let real):
+            code = sqlite3_bind_double(handle, slot, real)
+        case .text(var text):
+            code = text.withUTF8 { buffer in
+                // An empty buffer may have no base address; SQLite would bind NULL for it.
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    return sqlite3_bind_text(handle, slot, "", 0, sqliteTransient)
+                }
+                return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                    sqlite3_bind_text(handle, slot, $0, Int32(buffer.count), sqliteTransient)
+                }
+            }
+        case .blob(let bytes):
+            code = bytes.withUnsafeBytes { buffer in
+                guard let base = buffer.baseAddress, buffer.count > 0 else {
+                    return sqlite3_bind_zeroblob(handle, slot, 0)
+                }
+                return sqlite3_bind_blob(handle, slot, base, Int32(buffer.count), sqliteTransient)
+            }
+        }
+        guard code == SQLITE_OK else { throw connection.error(code: code, sql: sql) }
+    }
+
+    /// Resets the statement so that it runs again from the start; bindings are kept.
+    public func reset() {
+        sqlite3_reset(handle)
+    }
+
+    /// Removes all bindings (every parameter becomes `NULL`).
+    public func clearBindings() {
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Runs the statement to its next row.
+    ///
+    /// - Returns: `true` when a row is available (read it with ``row`` or the column accessors),
+    ///   `false` when the statement is done.
+    /// - Throws: ``SQLiteError``; the statement is reset so that it can run again.
+    @discardableResult
+    public func step() throws -> Bool {
+        let code = sqlite3_step(handle)
+        switch code {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = connection.error(code: code, sql: sql)
+            sqlite3_reset(handle)
+            throw error
+        }
+    }
+
+    /// Resets, binds `arguments` and runs the statement to completion, ignoring any rows.
+    /// - Throws: ``StatementError`` or ``SQLiteError``.
+    public func execute(_ arguments: StatementArguments = StatementArguments()) throws {
+        try bind(arguments)
+        while try step() {}
+        reset()
+    }
+
+    /// Resets, binds `arguments` and returns every row.
+    /// - Throws: ``StatementError`` or ``SQLiteError``.
+    public func fetchAll(_ arguments: StatementArguments = StatementArguments()) throws -> [Row] {
+        try bind(arguments)
+        defer { reset() }
+        var rows: [Row] = []
+        while try step() { rows.append(row) }
+        return rows
+    }
+
+    /// Resets, binds `arguments` and returns the first row, or `nil` when there is none.
+    /// - Throws: ``StatementError`` or ``SQLiteError``.
+    public func fetchOne(_ arguments: StatementArguments = StatementArguments()) throws -> Row? {
+        try bind(arguments)
+        defer { reset() }
+        return try step() ? row : nil
+    }
+
+    /// The current row, after ``step()`` returned `true`.
+    public var row: Row {
+        let layout = self.layout
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(layout.names.count)
+        for index in 0..<Int32(layout.names.count) { values.append(value(at: index)) }
+        return Row(layout: layout, values: values)
+    }
+
+    /// The current row's value at a column index, without building a ``Row``.
+    public func value(at index: Int32) -> DatabaseValue {
+        switch sqlite3_column_type(handle, index) {
+        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, index))
+        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, index))
+        case SQLITE_TEXT: return .text(text(at: index))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, index))
+            guard count > 0, let base = sqlite3_column_blob(handle, index) else { return .blob([]) }
+            return .blob([UInt8](UnsafeRawBufferPointer(start: base, count: count)))
+        default: return .null
+        }
+    }
+
+    /// The current row's integer at a column index (SQLite's conversion rules apply; `NULL` is 0).
+    public func int64(at index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+
+    /// The current row's real at a column index (SQLite's conversion rules apply; `NULL` is 0).
+    public func double(at index: Int32) -> Double { sqlite3_column_double(handle, index) }
+
+    /// The current row's text at a column index (SQLite's conversion rules apply; `NULL` is "").
+    public func text(at index: Int32) -> String {
+        guard let base = sqlite3_column_text(handle, index) else { return "" }
+        let count = Int(sqlite3_column_bytes(handle, index))
+        return String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
+    }
+
+    /// `true` when the current row's value at a column index is `NULL`.
+    public func isNull(at index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
+}

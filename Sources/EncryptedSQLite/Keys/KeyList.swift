@@ -1,0 +1,64 @@
+import Foundation
+
+/// The ordered keys of one database, oldest first; the last one is the current key.
+///
+/// Building a key list resolves every source (environment variables, key files, hex text) and
+/// checks the list, so that a misconfiguration shows up when the configuration is loaded, not on
+/// the day an old key is needed.
+///
+/// ```swift
+/// let keys = try KeyList(database: "app.sqlite", keys: [
+///     DatabaseKey(id: "2024-01", source: .passphrase("old passphrase")),
+///     DatabaseKey(id: "2025-06", source: .environment(variable: "APP_DB_KEY", format: .hex)),
+/// ])
+/// ```
+public struct KeyList: Sendable, CustomStringConvertible {
+    /// The database this list belongs to, used in errors and logs.
+    public let database: String
+    let keys: [ResolvedKey]
+
+    /// Resolves and checks `keys` for `database`.
+    ///
+    /// - Parameters:
+    ///   - database: The database path or name, used in error messages.
+    ///   - keys: The keys, oldest first; the last is the current key.
+    ///   - environment: Where `environment` sources are looked up; the process environment by default.
+    /// - Throws: ``KeyConfigurationError`` for an empty list, an empty or duplicate id, an unset
+    ///   environment variable, an unreadable or group/world-readable key file, or invalid material.
+    public init(database: String, keys: [DatabaseKey], environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeyConfigurationError) {
+        guard !keys.isEmpty else { throw .emptyKeyList(database: database) }
+        var seen = Set<String>()
+        var resolved: [ResolvedKey] = []
+        for key in keys {
+            guard !key.id.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw .emptyKeyID(database: database, position: resolved.count + 1)
+            }
+            guard seen.insert(key.id).inserted else { throw .duplicateKeyID(key.id, database: database) }
+            let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
+            if let twin = resolved.first(where: { $0.material.isSameSecret(as: material) }) {
+                throw .duplicateKeyMaterial(keyID: key.id, sameAs: twin.id, database: database)
+            }
+            resolved.append(ResolvedKey(id: key.id, material: material))
+        }
+        self.database = database
+        self.keys = resolved
+    }
+
+    /// The key ids, oldest first.
+    public var ids: [String] { keys.map(\.id) }
+
+    /// The id of the current (last) key.
+    public var currentID: String { current.id }
+
+    var current: ResolvedKey { keys[keys.count - 1] }
+
+    /// The order in which keys are tried on a file: the current key first (the steady state after
+    /// a rotation, so that an up-to-date file costs one key derivation), then the older keys from
+    /// oldest to newest.
+    var trialOrder: [ResolvedKey] { [current] + keys.dropLast() }
+
+    /// `KeyList(app.sqlite: 2024-01, 2025-06*)`; `*` marks the current key.
+    public var description: String {
+        "KeyList(\(database): " + keys.map { $0.id == currentID ? "\($0.id)*" : $0.id }.joined(separator: ", ") + ")"
+    }
+}

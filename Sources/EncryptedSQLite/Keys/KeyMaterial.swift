@@ -1,0 +1,124 @@
+/// The secret part of a key, ready to hand to SQLCipher: either a passphrase (which SQLCipher runs
+/// through PBKDF2 on every open) or a raw 256-bit key (which skips the KDF).
+///
+/// Key material never prints: `description`, `debugDescription` and `dump()` show only its kind.
+/// Its bytes live in a buffer that is zeroed when the last copy of the material goes away.
+public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Which kind of key this is.
+    public enum Kind: String, Sendable, Codable {
+        /// Text that SQLCipher derives the key from with PBKDF2 (64,000 iterations in 3.4.1, ~30 ms).
+        case passphrase
+        /// 32 key bytes, passed to SQLCipher as `x'<64 hex digits>'`; no key derivation.
+        case rawKey
+    }
+
+    /// Whether this is a passphrase or a raw key.
+    public let kind: Kind
+    /// The bytes exactly as given to `sqlite3_key`: the passphrase's UTF-8 bytes, or `x'…'` text.
+    let sqlcipherForm: SecretBytes
+
+    init(kind: Kind, sqlcipherForm: SecretBytes) {
+        self.kind = kind
+        self.sqlcipherForm = sqlcipherForm
+    }
+
+    /// A passphrase, used byte for byte (UTF-8), including any spaces, quotes or non-ASCII text.
+    /// - Throws: ``KeyMaterialProblem/empty`` for an empty passphrase (SQLCipher would silently
+    ///   treat the database as unencrypted).
+    public static func passphrase(_ text: String) throws(KeyMaterialProblem) -> KeyMaterial {
+        try passphrase(bytes: Array(text.utf8))
+    }
+
+    static func passphrase(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        guard !bytes.isEmpty else { throw .empty }
+        return KeyMaterial(kind: .passphrase, sqlcipherForm: SecretBytes(copying: bytes))
+    }
+
+    /// A raw 256-bit key written as exactly 64 hexadecimal digits (either case).
+    /// - Throws: ``KeyMaterialProblem`` when the text is empty, not 64 digits long, or holds a
+    ///   character that is not a hex digit (the character itself is never reported).
+    public static func rawKey(hex: String) throws(KeyMaterialProblem) -> KeyMaterial {
+        try rawKey(hexBytes: Array(hex.utf8))
+    }
+
+    static func rawKey(hexBytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        guard !hexBytes.isEmpty else { throw .empty }
+        guard hexBytes.count == 64 else { throw .wrongHexLength(digits: hexBytes.count) }
+        for (offset, byte) in hexBytes.enumerated() where hexValue(byte) == nil {
+            throw .notHex(position: offset + 1)
+        }
+        // x'<64 hex>' — 67 bytes, built directly in the secret buffer.
+        let form = SecretBytes(count: 67) { buffer in
+            buffer[0] = UInt8(ascii: "x")
+            buffer[1] = UInt8(ascii: "'")
+            for (offset, byte) in hexBytes.enumerated() { buffer[2 + offset] = byte }
+            buffer[66] = UInt8(ascii: "'")
+        }
+        return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
+    }
+
+    /// A raw 256-bit key from its 32 bytes.
+    /// - Throws: ``KeyMaterialProblem/wrongByteCount(bytes:)`` unless there are exactly 32 bytes.
+    public static func rawKey(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        guard bytes.count == 32 else { throw .wrongByteCount(bytes: bytes.count) }
+        let digits = Array("0123456789abcdef".utf8)
+        let form = SecretBytes(count: 67) { buffer in
+            buffer[0] = UInt8(ascii: "x")
+            buffer[1] = UInt8(ascii: "'")
+            for (offset, byte) in bytes.enumerated() {
+                buffer[2 + 2 * offset] = digits[Int(byte >> 4)]
+                buffer[3 + 2 * offset] = digits[Int(byte & 0x0F)]
+            }
+            buffer[66] = UInt8(ascii: "'")
+        }
+        return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
+    }
+
+    /// Lends the bytes in the form `sqlite3_key` expects.
+    func withSQLCipherBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try sqlcipherForm.withUnsafeBytes(body)
+    }
+
+    /// `true` when both are the same kind with the same bytes.
+    func isSameSecret(as other: KeyMaterial) -> Bool {
+        kind == other.kind && sqlcipherForm.isEqual(to: other.sqlcipherForm)
+    }
+
+    /// `KeyMaterial(passphrase)` or `KeyMaterial(rawKey)`; never the secret.
+    public var description: String { "KeyMaterial(\(kind.rawValue))" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+    /// Shows the kind only, so `dump()` never prints the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["kind": kind]) }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// Why some bytes are not usable key material. Never contains the bytes.
+public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The key is empty; SQLCipher would treat the database as unencrypted.
+    case empty
+    /// A hex key must have exactly 64 hex digits.
+    case wrongHexLength(digits: Int)
+    /// The character at this 1-based position is not a hex digit.
+    case notHex(position: Int)
+    /// A binary key must have exactly 32 bytes.
+    case wrongByteCount(bytes: Int)
+
+    /// What is wrong, without the key.
+    public var description: String {
+        switch self {
+        case .empty: return "the key is empty"
+        case .wrongHexLength(let digits): return "a hex key needs exactly 64 hex digits, this one has \(digits) characters"
+        case .notHex(let position): return "character \(position) of the hex key is not a hex digit (0-9, a-f)"
+        case .wrongByteCount(let bytes): return "a binary key needs exactly 32 bytes, this one has \(bytes)"
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A heap buffer for key material that is zeroed before its memory is freed.
+///
+/// It never prints its contents: `description`, `debugDescription` and reflection all show a
+/// fixed placeholder. It is immutable after creation, which makes sharing it across threads safe.
+final class SecretBytes: @unchecked Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    private let storage: UnsafeMutableRawBufferPointer
+
+    /// Copies `bytes` into a new buffer.
+    init(copying bytes: some Collection<UInt8>) {
+        storage = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        _ = storage.initializeMemory(as: UInt8.self, from: bytes)
+        count = bytes.count
+    }
+
+    /// A buffer of `count` bytes filled by `fill`, which receives the uninitialized buffer.
+    init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
+        storage = .allocate(byteCount: max(count, 1), alignment: 16)
+        storage.initializeMemory(as: UInt8.self, repeating: 0)
+        self.count = count
+        fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))
+    }
+
+    deinit {
+        explicit_bzero(storage.baseAddress!, storage.count)
+        storage.deallocate()
+    }
+
+    /// The number of bytes.
+    let count: Int
+
+    /// Lends the bytes to `body`; they must not escape it.
+    func withUnsafeBytes<Result, Failure: Error>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> Result) throws(Failure) -> Result {
+        try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
+    }
+
+    /// Constant-time-ish comparison of two secrets (length leaks, contents do not).
+    func isEqual(to other: SecretBytes) -> Bool {
+        guard count == other.count else { return false }
+        return withUnsafeBytes { mine in
+            other.withUnsafeBytes { theirs in
+                var difference: UInt8 = 0
+                for index in 0..<mine.count { difference |= mine[index] ^ theirs[index] }
+                return difference == 0
+            }
+        }
+    }
+
+    var description: String { "<secret>" }
+    var debugDescription: String { "<secret>" }
+    var customMirror: Mirror { Mirror(self, children: [], displayStyle: .class) }
+}

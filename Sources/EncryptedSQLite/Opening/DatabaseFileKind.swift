@@ -1,0 +1,66 @@
+import Foundation
+
+/// What a path holds, judged from the file system and the first bytes only (nothing is opened
+/// with SQLite, nothing is written).
+public enum DatabaseFileKind: Sendable, Equatable, CustomStringConvertible {
+    /// Nothing exists at the path.
+    case missing
+    /// Something exists but is not a regular file (a directory, a socket…).
+    case notARegularFile(kind: String)
+    /// The file exists but cannot be read.
+    case unreadable(reason: String)
+    /// A 0-byte file. SQLite would accept any key for it, so the library refuses it.
+    case empty
+    /// Too short to hold even one database page.
+    case tooShort(bytes: Int)
+    /// An unencrypted SQLite database (starts with `SQLite format 3\0`).
+    case plaintextSQLite(bytes: Int)
+    /// Anything else: an encrypted database, or random bytes; only a key can tell.
+    case opaque(bytes: Int)
+
+    /// The smallest SQLite page (and so the smallest database file).
+    static let minimumDatabaseSize = 512
+    /// The 16-byte header of every unencrypted SQLite database.
+    static let plaintextHeader = Array("SQLite format 3".utf8) + [0]
+
+    /// Looks at `path` without changing it.
+    public static func inspect(path: String) -> DatabaseFileKind {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(reason: String(cString: strerror(errno)))
+        }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: return .notARegularFile(kind: "directory")
+        case S_IFIFO: return .notARegularFile(kind: "named pipe")
+        case S_IFSOCK: return .notARegularFile(kind: "socket")
+        case S_IFCHR, S_IFBLK: return .notARegularFile(kind: "device")
+        default: return .notARegularFile(kind: "special file")
+        }
+        let size = Int(status.st_size)
+        if size == 0 { return .empty }
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return .unreadable(reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var header = [UInt8](repeating: 0, count: 16)
+        let read = header.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, 16) }
+        guard read >= 0 else { return .unreadable(reason: String(cString: strerror(errno))) }
+        if read == 16 && header == plaintextHeader {
+            return size < minimumDatabaseSize ? .tooShort(bytes: size) : .plaintextSQLite(bytes: size)
+        }
+        return size < minimumDatabaseSize ? .tooShort(bytes: size) : .opaque(bytes: size)
+    }
+
+    /// A short description such as `an unencrypted SQLite database (8192 bytes)`.
+    public var description: String {
+        switch self {
+        case .missing: return "no such file"
+        case .notARegularFile(let kind): return "not a regular file (\(kind))"
+        case .unreadable(let reason): return "unreadable (\(reason))"
+        case .empty: return "an empty file"
+        case .tooShort(let bytes): return "too short to be a database (\(bytes) bytes)"
+        case .plaintextSQLite(let bytes): return "an unencrypted SQLite database (\(bytes) bytes)"
+        case .opaque(let bytes): return "an encrypted or unknown file (\(bytes) bytes)"
+        }
+    }
+}

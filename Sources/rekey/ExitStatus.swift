@@ -1,0 +1,61 @@
+import EncryptedSQLite
+
+/// The process exit codes, following sysexits.h.
+enum ExitStatus: Int32, CaseIterable, Comparable {
+    case success = 0
+    case needsRotation = 3
+    case usage = 64
+    case noKeyOpens = 65
+    case missingDatabase = 66
+    case ioError = 74
+    case busy = 75
+    case permission = 77
+    case invalidKeys = 78
+
+    var code: Int32 { rawValue }
+
+    var meaning: String {
+        switch self {
+        case .success: return "success (rotated, or already on the current key)"
+        case .needsRotation: return "--check: a file is on an older key and needs rotation"
+        case .usage: return "usage error"
+        case .noKeyOpens: return "no configured key opens the file (or it is empty, plaintext or not a database)"
+        case .missingDatabase: return "database file missing"
+        case .ioError: return "I/O error, disk full, or the rotation did not verify"
+        case .busy: return "the database is locked by another process; try again"
+        case .permission: return "permission problem (read-only file or folder, key file readable by others)"
+        case .invalidKeys: return "invalid or missing Keys file, or the database is not listed in it"
+        }
+    }
+
+    static var documentation: String {
+        allCases.map { "\($0.code) \($0.meaning)" }.joined(separator: "; ")
+    }
+
+    init(_ error: KeyConfigurationError) {
+        switch error {
+        case .keyFileTooPermissive: self = .permission
+        default: self = .invalidKeys
+        }
+    }
+
+    init(_ error: EncryptedDatabaseError) {
+        switch error.category {
+        case .missingFile: self = .missingDatabase
+        case .unreadableContent: self = .noKeyOpens
+        case .permission: self = .permission
+        case .busy: self = .busy
+        case .io: self = .ioError
+        case .needsRotation: self = .needsRotation
+        }
+    }
+
+    /// The worst status of several files: any failure wins over "needs rotation", which wins
+    /// over success; among failures, the first one in this order.
+    static func overall(_ statuses: [ExitStatus]) -> ExitStatus {
+        if let failure = statuses.first(where: { $0 != .success && $0 != .needsRotation }) { return failure }
+        return statuses.contains(.needsRotation) ? .needsRotation : .success
+    }
+
+    static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }
+}
