@@ -38,13 +38,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Helpers shared by the test targets (temporary folders, the independent sqlcipher shell,
+        // fixtures, content digests). Not a product.
+        .target(
+            name: "TestSupport",
+            dependencies: ["EncryptedSQLite"],
+            path: "Tests/TestSupport"
+        ),
         .testTarget(
             name: "EncryptedSQLiteTests",
-            dependencies: ["EncryptedSQLite", "CSQLCipher"]
+            dependencies: ["EncryptedSQLite", "CSQLCipher", "TestSupport"]
         ),
         .testTarget(
             name: "RekeyTests",
-            dependencies: ["EncryptedSQLite", "rekey"]
+            dependencies: ["EncryptedSQLite", "TestSupport", "rekey"]
         ),
     ],
     swiftLanguageModes: [.v6]

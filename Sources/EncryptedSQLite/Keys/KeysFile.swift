@@ -192,6 +192,12 @@ public struct KeysFile: Sendable {
         case let .valueNotFound(type, context):
             return .keysFileInvalid(path: path, location: render(context.codingPath), problem: "expected \(Self.describe(type)), found nothing")
         case let .dataCorrupted(context):
+            if let own = context.underlyingError as? KeyConfigurationError {
+                return own.locatedIn(path)
+            }
+            if let yaml = context.underlyingError as? YamlError {
+                return .keysFileInvalid(path: path, location: location(of: yaml), problem: problem(of: yaml))
+            }
             let location = render(context.codingPath)
             if context.codingPath.last?.stringValue == "format" {
                 return .keysFileInvalid(path: path, location: location, problem: "format must be one of: \(KeyFormat.allCases.map(\.rawValue).joined(separator: ", "))")

@@ -15,7 +15,8 @@ public struct OpenOptions: Sendable {
     public var busyTimeout: Duration
     /// How thoroughly a rotation is verified on a fresh connection.
     public var verification: RotationVerification
-    /// Where events go (key ids and timings only, never key material).
+    /// Where events go: opens, creations and rotations, with key ids, paths and timings, never key
+    /// material. Silent by default; pass your application's logger to see them.
     public var logger: Logger
 
     /// Options with the defaults described on each property.
@@ -25,7 +26,7 @@ public struct OpenOptions: Sendable {
         rotateToCurrentKey: Bool = true,
         busyTimeout: Duration = .seconds(5),
         verification: RotationVerification = .quickCheck,
-        logger: Logger = Logger(label: "EncryptedSQLite")
+        logger: Logger = Logger(label: "EncryptedSQLite", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.createIfMissing = createIfMissing
         self.readOnly = readOnly

@@ -1,0 +1,94 @@
+import EncryptedSQLite
+import Foundation
+
+/// The schema and rows the rotation tests put in a database: a table with an index, a trigger
+/// and a view, plus `user_version` and `application_id`, so that a test can check that all of it
+/// survives.
+public enum Fixture {
+    /// SQL that creates the fixture schema and `rows` rows.
+    public static func sql(rows: Int = 200) -> String {
+        var lines = [
+            "CREATE TABLE people(id INTEGER PRIMARY KEY, name TEXT NOT NULL, score REAL, photo BLOB, updated INTEGER);",
+            "CREATE INDEX people_name ON people(name);",
+            "CREATE TABLE audit(id INTEGER PRIMARY KEY, person INTEGER, note TEXT);",
+            "CREATE TRIGGER people_audit AFTER UPDATE ON people BEGIN INSERT INTO audit(person, note) VALUES (new.id, 'updated'); END;",
+            "CREATE VIEW high_scores AS SELECT name, score FROM people WHERE score > 50;",
+            "PRAGMA user_version = 42;",
+            "PRAGMA application_id = 1234567;",
+            "BEGIN;",
+        ]
+        for index in 1...rows {
+            lines.append("INSERT INTO people(name, score, photo, updated) VALUES ('person \(index) é', \(Double(index) * 0.5), X'\(String(format: "%08x", index * 2_654_435_761 & 0xFFFF_FFFF))', \(index));")
+        }
+        lines.append("UPDATE people SET updated = updated + 1 WHERE id % 10 = 0;")
+        lines.append("COMMIT;")
+        return lines.joined(separator: "\n")
+    }
+
+    /// Creates the fixture in a new file with the `sqlcipher` shell.
+    public static func createWithShell(at path: String, key: ShellKey, rows: Int = 200, walMode: Bool = false) throws {
+        let mode = walMode ? "PRAGMA journal_mode = WAL;\n" : ""
+        let result = try SQLCipherShell.run(path, key: key, mode + sql(rows: rows))
+        guard result.status == 0 else { throw FixtureError(message: "sqlcipher shell failed: \(result.stderr)") }
+    }
+
+    /// Creates the fixture in a new file through the library, encrypted with `key`.
+    public static func createWithLibrary(at path: String, key: DatabaseKey, rows: Int = 200, walMode: Bool = false) throws {
+        let keys = try KeyList(database: path, keys: [key])
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
+        try database.read { db in
+            if walMode { _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) }
+            try db.execute(sql(rows: rows))
+        }
+    }
+
+    /// A digest of everything a user would check: every schema object's SQL, every row of every
+    /// table in rowid order, `user_version` and `application_id`.
+    public static func contentDigest(_ db: Connection) throws -> String {
+        var hasher = ContentHasher()
+        hasher.add("user_version=\(try db.userVersion()) application_id=\(try db.applicationID())")
+        let objects = try db.query("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+        for object in objects { hasher.add(object.description) }
+        for table in objects where (try table.get("type", as: String.self)) == "table" {
+            let name = try table.get("name", as: String.self)
+            let statement = try db.prepare("SELECT * FROM \"\(name)\" ORDER BY rowid")
+            while try statement.step() {
+                for column in 0..<Int32(statement.columnCount) {
+                    switch statement.value(at: column) {
+                    case .null: hasher.add("N")
+                    case .integer(let value): hasher.add("I\(value)")
+                    case .real(let value): hasher.add("R\(value)")
+                    case .text(let value): hasher.add("T\(value)")
+                    case .blob(let bytes): hasher.add(bytes)
+                    }
+                }
+            }
+        }
+        return hasher.hexDigest
+    }
+}
+
+/// A deterministic 128-bit FNV-1a-style digest (two independent 64-bit lanes). Not for security:
+/// it detects any accidental change of content between two reads.
+struct ContentHasher {
+    private var first: UInt64 = 0xcbf2_9ce4_8422_2325
+    private var second: UInt64 = 0x8422_2325_cbf2_9ce4
+
+    mutating func add(_ text: String) { add(Array(text.utf8)); add([0xFF]) }
+
+    mutating func add(_ bytes: [UInt8]) {
+        for byte in bytes {
+            first = (first ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            second = (second ^ UInt64(byte ^ 0x5A)) &* 0x0000_0100_0000_01B3
+        }
+        second = (second ^ UInt64(bytes.count)) &* 0x0000_0100_0000_01B3
+    }
+
+    var hexDigest: String { String(format: "%016llx%016llx", first, second) }
+}
+
+/// A fixture could not be made.
+public struct FixtureError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// The result of running a child process to completion.
+public struct ProcessResult: Sendable {
+    /// The exit status (or 128 + signal number when killed by a signal).
+    public let status: Int32
+    /// Everything written to standard output.
+    public let stdout: String
+    /// Everything written to standard error.
+    public let stderr: String
+}
+
+/// Runs child processes with given standard input and environment.
+public enum ProcessRunner {
+    /// Runs `executable` with `arguments`, feeding `input` on standard input.
+    public static func run(
+        _ executable: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil,
+        currentDirectory: String? = nil
+    ) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        // Read both pipes concurrently so that neither can fill up and block the child.
+        let errorData = LockedData()
+        let reader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        let outData = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !errorData.isSet { usleep(1000) }
+        let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        return ProcessResult(
+            status: status, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errorData.value, as: UTF8.self))
+    }
+
+    /// Finds an executable on the PATH.
+    public static func which(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") {
+            let candidate = "\(folder)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+}
+
+private final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data: Data?
+    func set(_ value: Data) { lock.withLock { data = value } }
+    var isSet: Bool { lock.withLock { data != nil } }
+    var value: Data { lock.withLock { data ?? Data() } }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// A key as the independent `sqlcipher` shell takes it in `PRAGMA key`.
+public enum ShellKey: Sendable {
+    /// A passphrase.
+    case passphrase(String)
+    /// A raw key of 64 hex digits.
+    case hex(String)
+
+    /// The `PRAGMA key = …;` line. Keys travel on the shell's standard input, never in argv.
+    public var pragma: String {
+        switch self {
+        case .passphrase(let text): return "PRAGMA key = '\(text.replacingOccurrences(of: "'", with: "''"))';"
+        case .hex(let digits): return "PRAGMA key = \"x'\(digits)'\";"
+        }
+    }
+}
+
+/// Runs Debian's `sqlcipher` command-line shell: a tool independent of this library, used to make
+/// test files and to check what the library wrote.
+public enum SQLCipherShell {
+    /// The shell's path, or `nil` when it is not installed.
+    public static let path: String? = ProcessRunner.which("sqlcipher")
+
+    /// Runs `sql` on `database`, keyed with `key` (unkeyed when `nil`).
+    public static func run(_ database: String, key: ShellKey?, _ sql: String) throws -> ProcessResult {
+        guard let path else { throw ShellMissing() }
+        let script = (key.map { $0.pragma + "\n" } ?? "") + sql + "\n"
+        return try ProcessRunner.run(path, ["-batch", "-bail", database], input: script)
+    }
+
+    /// `true` when `key` opens `database` and it passes `PRAGMA integrity_check`.
+    public static func opens(_ database: String, with key: ShellKey) throws -> Bool {
+        let result = try run(database, key: key, "PRAGMA integrity_check;")
+        return result.status == 0 && result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok"
+    }
+
+    /// Raised when the `sqlcipher` shell is not installed (the test setup installs it).
+    public struct ShellMissing: Error, CustomStringConvertible {
+        public var description: String { "the sqlcipher shell is not installed; run scripts/setup.sh" }
+    }
+}
