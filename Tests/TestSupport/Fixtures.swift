@@ -32,9 +32,8 @@ public enum Fixture {
         guard result.status == 0 else { throw FixtureError(message: "sqlcipher shell failed: \(result.stderr)") }
     }
 
-    /// Creates the fixture in a new file through the library, encrypted with `key`.
-    public static func createWithLibrary(at path: String, key: DatabaseKey, rows: Int = 200, walMode: Bool = false) throws {
-        let keys = try KeyList(database: path, keys: [key])
+    /// Creates the fixture in a new file through the library, encrypted with the current key of `keys`.
+    public static func createWithLibrary(at path: String, keys: KeyList, rows: Int = 200, walMode: Bool = false) throws {
         let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
         try database.read { db in
             if walMode { _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) }
@@ -90,5 +89,6 @@ struct ContentHasher {
 /// A fixture could not be made.
 public struct FixtureError: Error, CustomStringConvertible {
     public let message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }

@@ -78,7 +78,7 @@ struct InPlaceRotation {
 
     /// Opens a fresh connection with the new key and checks it as configured. When the new key
     /// does not open the file, proves that the old key still does and reports that nothing changed.
-    private func verify(from: ResolvedKey, to: ResolvedKey, detail: String) throws(EncryptedDatabaseError) -> Connection {
+    func verify(from: ResolvedKey, to: ResolvedKey, detail: String) throws(EncryptedDatabaseError) -> Connection {
         let trial = KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout)
         guard let connection = try trial.open(with: to) else {
             if try trial.open(with: from) != nil {
