@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what EncryptedSQLite needs on Debian when it is missing:
+#   libsqlcipher-dev  the engine (SQLCipher 3.4.1) and its headers
+#   pkg-config        how SwiftPM finds it
+#   sqlcipher         the independent SQLCipher shell the tests and the demo check files with
+#   sqlite3           the plain SQLite shell the tests make unencrypted files with
+#   util-linux        setpriv, for the tests that run rekey as an unprivileged user
+# The Swift 6 toolchain itself must already be installed (swift.org).
+set -euo pipefail
+
+packages=(libsqlcipher-dev pkg-config sqlcipher sqlite3 util-linux)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo="sudo"
+  fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null; then
+  echo "setup: the Swift 6 toolchain is not on PATH; install it from swift.org (Linux, Swift 6.0 or later)" >&2
+  exit 1
+fi
