@@ -1,4 +1,3 @@
-import CSQLCipher
 @testable import EncryptedSQLite
 import Foundation
 import Testing
@@ -205,9 +204,9 @@ struct EngineFactTests {
         let keys = try ring.keyList(database: path)
         let connection = try Connection(path: path, access: .readOnly, key: keys.keys[0].material, busyTimeout: .seconds(1))
         try connection.verifyReadable()
-        let code = keys.keys[1].material.withSQLCipherBytes { sqlite3_rekey(connection.handle, $0.baseAddress, Int32($0.count)) }
+        let outcome = connection.rekey(to: keys.keys[1].material)
         connection.close()
-        #expect(code == SQLITE_OK)
+        #expect(outcome.reportedSuccess)
         #expect(FileSnapshot(path) == snapshot)
         #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }

@@ -1,4 +1,3 @@
-import CSQLCipher
 import Foundation
 import Logging
 
@@ -47,10 +46,7 @@ struct InPlaceRotation {
 
         logger.notice("rotating database key", metadata: ["path": "\(path)", "from": "\(from.id)", "to": "\(to.id)", "journal_mode": "\(journalMode)", "bytes": "\(bytes)"])
         let rekeyTime = Stopwatch()
-        let code = to.material.withSQLCipherBytes { key in
-            sqlite3_rekey(connection.handle, key.baseAddress, Int32(key.count))
-        }
-        let rekeyMessage = String(cString: sqlite3_errmsg(connection.handle))
+        let outcome = connection.rekey(to: to.material)
         if journalMode == "wal" {
             // Move the re-encrypted pages from the WAL into the database file. A checkpoint that
             // cannot finish (a reader holds an old snapshot) is not an error: the WAL is valid.
@@ -59,12 +55,12 @@ struct InPlaceRotation {
         let rekeyDuration = rekeyTime.elapsed
         // Closing rolls back whatever SQLCipher may have left open after a swallowed failure.
         connection.close()
-        guard code == SQLITE_OK else {
-            throw .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: to.id, detail: "sqlite3_rekey returned \(code): \(rekeyMessage)")
+        guard outcome.reportedSuccess else {
+            throw .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: to.id, detail: "sqlite3_rekey returned \(outcome.code): \(outcome.message)")
         }
 
         let verifyTime = Stopwatch()
-        let verified = try verify(from: from, to: to, detail: rekeyMessage)
+        let verified = try verify(from: from, to: to, detail: outcome.message)
         let report = RotationReport(
             fromKeyID: from.id, toKeyID: to.id, journalMode: journalMode, bytes: bytes,
             rekeyDuration: rekeyDuration, verifyDuration: verifyTime.elapsed, verification: verification,
