@@ -2,6 +2,8 @@
 # Measures `rekey` on a database of about SIZE_MB megabytes (default 100), in DELETE and WAL
 # journal modes, RUNS times each (default 3), with the release build. Prints the file size, the
 # rekey and verification times from `rekey --json`, throughput and peak RSS (GNU time).
+# Then, on the same file, the engine's own methods through the sqlcipher shell: `PRAGMA rekey`
+# in place, and `sqlcipher_export` into a new file (no fsync, no verification, user_version lost).
 #   Benchmarks/rotation-time.sh            SIZE_MB=300 RUNS=5 Benchmarks/rotation-time.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +33,16 @@ r = json.load(open("out.json"))["databases"][0]["rotation"]
 print("%-7s %-4s %12d %10.0f %10.0f %10.0f %8.1f %10s" % (sys.argv[1], sys.argv[2], r["bytes"], r["rekeyMs"], r["verifyMs"], r["totalMs"], r["bytes"] / 1e6 / (r["totalMs"] / 1000), sys.argv[3]))
 PY
   done
-  rm -f base.sqlite*
+  for run in $(seq 1 "$runs"); do
+    new=$(hex)
+    cp base.sqlite raw.sqlite && rm -f raw.sqlite-* export.sqlite* && sync
+    start=$(date +%s.%N)
+    printf "PRAGMA key = \"x'%s'\";\nSELECT count(*) FROM sqlite_master;\nPRAGMA rekey = \"x'%s'\";\n" "$old" "$new" | sqlcipher -batch raw.sqlite >/dev/null
+    middle=$(date +%s.%N)
+    printf "PRAGMA key = \"x'%s'\";\nSELECT count(*) FROM sqlite_master;\nATTACH DATABASE 'export.sqlite' AS e KEY \"x'%s'\";\nSELECT sqlcipher_export('e');\n" "$old" "$new" | sqlcipher -batch base.sqlite >/dev/null
+    end=$(date +%s.%N)
+    bytes=$(stat -c %s base.sqlite)
+    python3 -c "import sys; b=$bytes; r=$middle-$start; e=$end-$middle; print('%-7s %-4s %12d  engine PRAGMA rekey %6.0f ms (%5.1f MB/s)   sqlcipher_export %6.0f ms (%5.1f MB/s)' % ('$mode', '$run', b, r*1000, b/1e6/r, e*1000, b/1e6/e))"
+  done
+  rm -f base.sqlite* raw.sqlite* export.sqlite*
 done
