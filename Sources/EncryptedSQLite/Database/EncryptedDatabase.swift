@@ -22,10 +22,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public let path: String
     /// The key list the database was opened with.
     public let keys: KeyList
-    private let options: OpenOptions
-    // Invariant: `connection` and `currentReport` are only touched with `lock` held.
+    private let opener: DatabaseOpener
+    // Invariant: `connection`, `connectionKey` and `currentReport` are only touched with `lock` held.
     private let lock = NSLock()
     private var connection: Connection
+    private var connectionKey: ResolvedKey
     private var currentReport: OpenReport
 
     /// Opens (and, unless disabled, rotates) the database at `path`.
@@ -38,38 +39,18 @@ public final class EncryptedDatabase: @unchecked Sendable {
     ///   opened by any key, busy, read-only, or the rotation failed. A failed open leaves the file
     ///   byte-identical.
     public init(path: String, keys: KeyList, options: OpenOptions = OpenOptions()) throws(EncryptedDatabaseError) {
-        let stopwatch = Stopwatch()
+        let opener = DatabaseOpener(path: path, keys: keys, options: options)
+        let opened = try opener.open()
         self.path = path
         self.keys = keys
-        self.options = options
-        var created = false
-        if options.createIfMissing, !options.readOnly, case .missing = DatabaseFileKind.inspect(path: path) {
-            created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger).run()
-        }
-        let trial = KeyTrial(path: path, access: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
-        let outcome = try KeyProbe(keys: keys, trial: trial).run()
-        options.logger.info("opened database", metadata: [
-            "path": "\(path)", "key": "\(outcome.key.id)", "attempts": "\(outcome.attempts.count)",
-        ])
-        var connection = outcome.connection
-        var rotation: RotationReport?
-        if outcome.key.id != keys.currentID {
-            if options.readOnly {
-                throw .rotationNeeded(path: path, openedWith: outcome.key.id, currentKeyID: keys.currentID)
-            }
-            if options.rotateToCurrentKey {
-                (connection, rotation) = try Self.rotation(path: path, options: options)
-                    .run(connection: connection, from: outcome.key, to: keys.current)
-            }
-        }
-        self.connection = connection
-        currentReport = OpenReport(
-            path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts,
-            created: created, rotation: rotation, totalDuration: stopwatch.elapsed)
+        self.opener = opener
+        connection = opened.connection
+        connectionKey = opened.key
+        currentReport = opened.report
     }
 
-    /// What happened when the database was opened (and rotated, if it was rotated later by
-    /// ``rotateToCurrentKey()``, that rotation).
+    /// What happened when the database was opened (and, after ``rotateToCurrentKey()``, that
+    /// rotation).
     public var report: OpenReport {
         lock.withLock { currentReport }
     }
@@ -106,17 +87,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
         lock.lock()
         defer { lock.unlock() }
-        let onKey = currentReport.rotation?.toKeyID ?? currentReport.openedWithKeyID
-        guard onKey != keys.currentID, let from = keys.keys.first(where: { $0.id == onKey }) else { return nil }
-        if options.readOnly {
-            throw .rotationNeeded(path: path, openedWith: onKey, currentKeyID: keys.currentID)
-        }
-        let (rotated, rotation) = try Self.rotation(path: path, options: options).run(connection: connection, from: from, to: keys.current)
+        guard connectionKey.id != keys.currentID else { return nil }
+        let (rotated, rotation) = try opener.rotate(connection, from: connectionKey)
         connection = rotated
-        let old = currentReport
-        currentReport = OpenReport(
-            path: old.path, openedWithKeyID: old.openedWithKeyID, currentKeyID: old.currentKeyID, attempts: old.attempts,
-            created: old.created, rotation: rotation, totalDuration: old.totalDuration)
+        connectionKey = keys.current
+        currentReport = currentReport.with(rotation: rotation)
         return rotation
     }
 
@@ -124,14 +99,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// file is opened read-only.
     /// - Throws: ``EncryptedDatabaseError`` as for opening (except rotation errors).
     public static func check(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> KeyCheck {
-        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: busyTimeout)
-        let outcome = try KeyProbe(keys: keys, trial: trial).run()
-        outcome.connection.close()
-        return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts)
-    }
-
-    private static func rotation(path: String, options: OpenOptions) -> InPlaceRotation {
-        InPlaceRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger)
+        try DatabaseOpener(path: path, keys: keys, options: OpenOptions(busyTimeout: busyTimeout)).check()
     }
 }
 

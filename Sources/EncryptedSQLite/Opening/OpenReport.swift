@@ -31,6 +31,12 @@ public struct OpenReport: Sendable, Equatable, Codable {
 
     /// `true` when the database is now on the current key.
     public var isOnCurrentKey: Bool { rotated || openedWithKeyID == currentKeyID }
+
+    /// The same report with a later rotation recorded.
+    func with(rotation: RotationReport) -> OpenReport {
+        OpenReport(path: path, openedWithKeyID: openedWithKeyID, currentKeyID: currentKeyID, attempts: attempts,
+                   created: created, rotation: rotation, totalDuration: totalDuration)
+    }
 }
 
 /// What a rotation did and how long each step took.

@@ -1,0 +1,64 @@
+/// The open sequence shared by every way of opening a database: create the file when allowed,
+/// find the key that opens it, and rotate it to the current key when an older key opened it.
+struct DatabaseOpener {
+    /// A verified connection on the file, and what it took to get it.
+    struct Opened {
+        let connection: Connection
+        let report: OpenReport
+        /// The key the connection is keyed with now.
+        let key: ResolvedKey
+    }
+
+    let path: String
+    let keys: KeyList
+    let options: OpenOptions
+
+    func open() throws(EncryptedDatabaseError) -> Opened {
+        let stopwatch = Stopwatch()
+        var created = false
+        if options.createIfMissing, !options.readOnly, case .missing = DatabaseFileKind.inspect(path: path) {
+            created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger).run()
+        }
+        let trial = KeyTrial(path: path, access: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
+        let outcome = try KeyProbe(keys: keys, trial: trial).run()
+        options.logger.info("opened database", metadata: [
+            "path": "\(path)", "key": "\(outcome.key.id)", "attempts": "\(outcome.attempts.count)",
+        ])
+        var connection = outcome.connection
+        var key = outcome.key
+        var rotation: RotationReport?
+        if outcome.key.id != keys.currentID {
+            if options.readOnly {
+                throw .rotationNeeded(path: path, openedWith: outcome.key.id, currentKeyID: keys.currentID)
+            }
+            if options.rotateToCurrentKey {
+                (connection, rotation) = try rotator().run(connection: connection, from: outcome.key, to: keys.current)
+                key = keys.current
+            }
+        }
+        let report = OpenReport(
+            path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts,
+            created: created, rotation: rotation, totalDuration: stopwatch.elapsed)
+        return Opened(connection: connection, report: report, key: key)
+    }
+
+    /// Rotates an open connection that is keyed with `from` to the current key.
+    func rotate(_ connection: Connection, from: ResolvedKey) throws(EncryptedDatabaseError) -> (Connection, RotationReport) {
+        if options.readOnly {
+            throw .rotationNeeded(path: path, openedWith: from.id, currentKeyID: keys.currentID)
+        }
+        return try rotator().run(connection: connection, from: from, to: keys.current)
+    }
+
+    /// Which key opens the file, without writing anything.
+    func check() throws(EncryptedDatabaseError) -> KeyCheck {
+        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: options.busyTimeout)
+        let outcome = try KeyProbe(keys: keys, trial: trial).run()
+        outcome.connection.close()
+        return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts)
+    }
+
+    private func rotator() -> InPlaceRotation {
+        InPlaceRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger)
+    }
+}
