@@ -68,6 +68,12 @@ public final class Connection {
     }
 
     private var isClosed = false
+    /// How many savepoints ``savepoint(_:)`` has open, to name the next one.
+    var savepointDepth = 0
+    /// Prepared statements kept by ``cachedStatement(_:)``, by SQL text.
+    var statementCache: [String: Statement] = [:]
+    /// Custom SQL functions, kept alive while the connection lives.
+    var functionBoxes: [AnyObject] = []
 
     deinit { close() }
 
@@ -76,6 +82,7 @@ public final class Connection {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        statementCache.removeAll()
         sqlite3_close_v2(handle)
     }
 

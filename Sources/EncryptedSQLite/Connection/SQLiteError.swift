@@ -62,12 +62,19 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         self.sql = sql
     }
 
-    /// `SQLite error 5 (database is locked): <message> — in: <sql>`.
+    /// `SQLite error 5 (database is locked): <message> — in: <sql>`, with advice for busy errors.
     public var description: String {
         var text = "SQLite error \(code.rawValue) (\(code.primary)): \(message)"
+        if code.primary == .busy {
+            text += "; another connection or process holds the lock longer than the busy timeout: retry later, or raise the busy timeout"
+        }
         if let sql { text += " — in: \(sql)" }
         return text
     }
+
+    /// `true` for `SQLITE_BUSY` (and its extended codes): the database was locked by another
+    /// connection for longer than the busy timeout.
+    public var isBusy: Bool { code.primary == .busy }
 }
 
 /// A misuse of the statement and row API that SQLite itself does not report: wrong argument

@@ -1,0 +1,126 @@
+/// A `Codable` type stored as one row of a table, identified by a primary-key column.
+///
+/// Coding keys are column names. An `Int64?` primary key that is `nil` on insert lets SQLite
+/// assign the rowid (for `INTEGER PRIMARY KEY` columns).
+///
+/// ```swift
+/// struct Player: TableRecord {
+///     static let databaseTableName = "players"
+///     var id: Int64?
+///     var name: String
+///     var score: Int
+/// }
+/// try db.insert(Player(id: nil, name: "Ann", score: 10))
+/// let ann = try db.fetch(Player.self, key: 1)
+/// ```
+public protocol TableRecord: Codable {
+    /// The table's name.
+    static var databaseTableName: String { get }
+    /// The primary-key column (`id` by default).
+    static var primaryKeyColumn: String { get }
+}
+
+extension TableRecord {
+    /// `id`.
+    public static var primaryKeyColumn: String { "id" }
+}
+
+/// A record operation that found no row to act on.
+public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// ``Connection/update(_:)`` found no row with the record's primary key.
+    case notFound(table: String, key: String)
+    /// The record does not encode its primary-key column.
+    case missingPrimaryKey(table: String, column: String)
+
+    /// What went wrong, naming the table.
+    public var description: String {
+        switch self {
+        case let .notFound(table, key): return "no row in \(table) has primary key \(key)"
+        case let .missingPrimaryKey(table, column): return "the record for \(table) does not encode its primary-key column \(column)"
+        }
+    }
+}
+
+extension Connection {
+    /// Inserts the record; a `NULL` integer primary key is assigned by SQLite.
+    /// - Returns: the new row's rowid.
+    /// - Throws: ``SQLiteError`` (e.g. a constraint), or `EncodingError`.
+    @discardableResult
+    public func insert<R: TableRecord>(_ record: R) throws -> Int64 {
+        let columns = try ColumnEncoder.columns(of: record)
+        let names = columns.map { quoteIdentifier($0.0) }.joined(separator: ", ")
+        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+        let statement = try cachedStatement("INSERT INTO \(quoteIdentifier(R.databaseTableName)) (\(names)) VALUES (\(placeholders))")
+        try statement.execute(StatementArguments(columns.map { $0.1 }))
+        return lastInsertRowID
+    }
+
+    /// Updates the row with the record's primary key.
+    /// - Throws: ``RecordError/notFound(table:key:)`` when there is no such row, ``SQLiteError``.
+    public func update<R: TableRecord>(_ record: R) throws {
+        let (key, columns) = try keyAndColumns(of: record)
+        guard !columns.isEmpty else { return }
+        let assignments = columns.map { "\(quoteIdentifier($0.0)) = ?" }.joined(separator: ", ")
+        let statement = try cachedStatement("UPDATE \(quoteIdentifier(R.databaseTableName)) SET \(assignments) WHERE \(quoteIdentifier(R.primaryKeyColumn)) = ?")
+        try statement.execute(StatementArguments(columns.map { $0.1 } + [key]))
+        if changes == 0 { throw RecordError.notFound(table: R.databaseTableName, key: "\(key)") }
+    }
+
+    /// Updates the row with the record's primary key, or inserts it when there is none.
+    ///
+    /// Unlike `INSERT OR REPLACE`, an existing row is updated in place: no delete triggers fire
+    /// and no foreign-key cascades run.
+    /// - Throws: ``SQLiteError`` or `EncodingError`.
+    public func upsert<R: TableRecord>(_ record: R) throws {
+        try savepoint { db in
+            do {
+                try db.update(record)
+            } catch RecordError.notFound {
+                try db.insert(record)
+            }
+        }
+    }
+
+    /// The record with this primary key, or `nil`.
+    /// - Throws: ``SQLiteError`` or `DecodingError`.
+    public func fetch<R: TableRecord>(_ type: R.Type, key: some DatabaseValueConvertible) throws -> R? {
+        let statement = try cachedStatement("SELECT * FROM \(quoteIdentifier(R.databaseTableName)) WHERE \(quoteIdentifier(R.primaryKeyColumn)) = ?")
+        return try statement.fetchOne([key]).map { try $0.decode(R.self) }
+    }
+
+    /// Every record of the table, in primary-key order.
+    /// - Throws: ``SQLiteError`` or `DecodingError`.
+    public func fetchAll<R: TableRecord>(_ type: R.Type) throws -> [R] {
+        try query(R.self, "SELECT * FROM \(quoteIdentifier(R.databaseTableName)) ORDER BY \(quoteIdentifier(R.primaryKeyColumn))")
+    }
+
+    /// Deletes the record with this primary key.
+    /// - Returns: `true` when a row was deleted.
+    /// - Throws: ``SQLiteError``.
+    @discardableResult
+    public func delete<R: TableRecord>(_ type: R.Type, key: some DatabaseValueConvertible) throws -> Bool {
+        let statement = try cachedStatement("DELETE FROM \(quoteIdentifier(R.databaseTableName)) WHERE \(quoteIdentifier(R.primaryKeyColumn)) = ?")
+        try statement.execute([key])
+        return changes > 0
+    }
+
+    /// The number of rows in the record's table.
+    /// - Throws: ``SQLiteError``.
+    public func count<R: TableRecord>(_ type: R.Type) throws -> Int {
+        try queryValue("SELECT count(*) FROM \(quoteIdentifier(R.databaseTableName))", as: Int.self) ?? 0
+    }
+
+    private func keyAndColumns<R: TableRecord>(of record: R) throws -> (DatabaseValue, [(String, DatabaseValue)]) {
+        var columns = try ColumnEncoder.columns(of: record)
+        guard let index = columns.firstIndex(where: { $0.0 == R.primaryKeyColumn }) else {
+            throw RecordError.missingPrimaryKey(table: R.databaseTableName, column: R.primaryKeyColumn)
+        }
+        let key = columns.remove(at: index).1
+        return (key, columns)
+    }
+}
+
+/// `"name"` with embedded quotes doubled, safe to put in SQL as an identifier.
+func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
