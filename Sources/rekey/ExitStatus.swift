@@ -45,7 +45,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .unreadableContent: self = .noKeyOpens
         case .permission: self = .permission
         case .busy: self = .busy
-        case .io: self = .ioError
+        case .io, .migration: self = .ioError
         case .needsRotation: self = .needsRotation
         }
     }

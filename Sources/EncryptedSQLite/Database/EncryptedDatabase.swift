@@ -22,6 +22,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public let path: String
     /// The key list the database was opened with.
     public let keys: KeyList
+    /// The migrations the open applied, in order (empty without a migrator).
+    public let appliedMigrations: [String]
     private let opener: DatabaseOpener
     // Invariant: `connection`, `connectionKey` and `currentReport` are only touched with `lock` held.
     private let lock = NSLock()
@@ -29,18 +31,32 @@ public final class EncryptedDatabase: @unchecked Sendable {
     private var connectionKey: ResolvedKey
     private var currentReport: OpenReport
 
-    /// Opens (and, unless disabled, rotates) the database at `path`.
+    /// Opens (and, unless disabled, rotates, then migrates) the database at `path`.
+    ///
+    /// One call does it all on the same keyed connection: find the key, rotate the file to the
+    /// current key, and apply `migrator`'s pending migrations.
     ///
     /// - Parameters:
     ///   - path: The database file.
     ///   - keys: Its keys, oldest first; the last is the current key.
     ///   - options: Creation, read-only, rotation, busy timeout, verification and logging.
+    ///   - migrator: Migrations to apply after opening; their identifiers are in
+    ///     ``appliedMigrations``.
     /// - Throws: ``EncryptedDatabaseError``: the file is missing, empty, too short, plaintext, not
-    ///   opened by any key, busy, read-only, or the rotation failed. A failed open leaves the file
-    ///   byte-identical.
-    public init(path: String, keys: KeyList, options: OpenOptions = OpenOptions()) throws(EncryptedDatabaseError) {
+    ///   opened by any key, busy, read-only, the rotation failed (a failed open leaves the file
+    ///   byte-identical), or ``EncryptedDatabaseError/migrationFailed(path:_:)``.
+    public init(path: String, keys: KeyList, options: OpenOptions = OpenOptions(), migrator: DatabaseMigrator? = nil) throws(EncryptedDatabaseError) {
         let opener = DatabaseOpener(path: path, keys: keys, options: options)
         let opened = try opener.open()
+        if let migrator {
+            do {
+                appliedMigrations = try migrator.migrate(opened.connection)
+            } catch {
+                throw .migrationFailed(path: path, error)
+            }
+        } else {
+            appliedMigrations = []
+        }
         self.path = path
         self.keys = keys
         self.opener = opener

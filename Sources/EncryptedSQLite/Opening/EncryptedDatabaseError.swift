@@ -33,6 +33,9 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     case diskFull(path: String, detail: String)
     /// Any other SQLite or file-system failure.
     case ioFailure(path: String, operation: String, detail: String)
+    /// The migrator given to the open refused the database or a migration failed; the database
+    /// is at the last migration that succeeded.
+    case migrationFailed(path: String, MigrationError)
 
     /// Groups of errors that call for the same reaction.
     public enum Category: String, Sendable, Codable {
@@ -48,6 +51,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case io
         /// A check found that the file needs rotation.
         case needsRotation
+        /// A migration was refused or failed.
+        case migration
     }
 
     /// The group this error belongs to.
@@ -59,6 +64,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case .busy: return .busy
         case .rotationNeeded: return .needsRotation
         case .rotationNotApplied, .verificationFailed, .diskFull, .ioFailure: return .io
+        case .migrationFailed: return .migration
         }
     }
 
@@ -69,7 +75,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
              let .emptyFile(path), let .fileTooShort(path, _), let .plaintextDatabase(path),
              let .noKeyOpens(path, _), let .busy(path, _), let .readOnly(path, _),
              let .rotationNeeded(path, _, _), let .rotationNotApplied(path, _, _, _),
-             let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _):
+             let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
+             let .migrationFailed(path, _):
             return path
         }
     }
@@ -105,6 +112,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
             return "\(path): the disk or file-size limit is full (\(detail)); free space (a rotation needs room for a journal as large as the database) and try again. Nothing was lost."
         case let .ioFailure(path, operation, detail):
             return "\(path): \(operation) failed: \(detail)"
+        case let .migrationFailed(path, error):
+            return "\(path): \(error)"
         }
     }
 }
