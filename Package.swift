@@ -22,10 +22,18 @@ let package = Package(
             pkgConfig: "sqlcipher",
             providers: [.apt(["libsqlcipher-dev"])]
         ),
+        // OpenSSL's libcrypto (libssl-dev), which libsqlcipher links already: PBKDF2 for deriving
+        // a passphrase's key once per file.
+        .systemLibrary(
+            name: "COpenSSLCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(
             name: "EncryptedSQLite",
             dependencies: [
                 "CSQLCipher",
+                "COpenSSLCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
             ]
@@ -52,6 +60,16 @@ let package = Package(
         .testTarget(
             name: "RekeyTests",
             dependencies: ["EncryptedSQLite", "TestSupport", "rekey"]
+        ),
+        // A small program the crash tests run and kill -9 (not a product).
+        .executableTarget(
+            name: "crash-harness",
+            dependencies: ["EncryptedSQLite", "TestSupport"],
+            path: "Tests/CrashHarness"
+        ),
+        .testTarget(
+            name: "CrashTests",
+            dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness"]
         ),
     ],
     swiftLanguageModes: [.v6]

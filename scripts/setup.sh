@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what EncryptedSQLite needs on Debian when it is missing:
 #   libsqlcipher-dev  the engine (SQLCipher 3.4.1) and its headers
-#   pkg-config        how SwiftPM finds it
+#   libssl-dev        OpenSSL's libcrypto headers (PBKDF2, to key reader connections without a KDF each)
+#   pkg-config        how SwiftPM finds them
 #   sqlcipher         the independent SQLCipher shell the tests and the demo check files with
 #   sqlite3           the plain SQLite shell the tests make unencrypted files with
 #   util-linux        setpriv, for the tests that run rekey as an unprivileged user
 # The Swift 6 toolchain itself must already be installed (swift.org).
 set -euo pipefail
 
-packages=(libsqlcipher-dev pkg-config sqlcipher sqlite3 util-linux)
+packages=(libsqlcipher-dev libssl-dev pkg-config sqlcipher sqlite3 util-linux)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

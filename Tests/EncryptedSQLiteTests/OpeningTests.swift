@@ -73,7 +73,7 @@ struct OpeningTests {
         let path = directory.file("app.sqlite")
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 5)
         let holder = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
-        try holder.read { db in
+        try holder.writeWithoutTransaction { db in
             try db.execute("BEGIN EXCLUSIVE")
             try db.execute("INSERT INTO audit(note) VALUES ('held')")
         }
@@ -85,7 +85,7 @@ struct OpeningTests {
             return error.category == .busy
         }
         #expect(FileSnapshot(path) == snapshot)
-        try holder.read { try $0.execute("ROLLBACK") }
+        try holder.writeWithoutTransaction { try $0.execute("ROLLBACK") }
     }
 
     @Test("createIfMissing makes an encrypted file with the current key, with no 0-byte or temporary file left")

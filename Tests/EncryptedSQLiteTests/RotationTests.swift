@@ -155,7 +155,7 @@ struct RotationTests {
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
         let reader = try EncryptedDatabase(path: path, keys: ring.only(0, database: path))
         let snapshot = FileSnapshot(path)
-        try reader.read { db in
+        try reader.writeWithoutTransaction { db in
             try db.execute("BEGIN")
             _ = try db.queryValue("SELECT count(*) FROM people", as: Int.self)  // holds a SHARED lock
             #expect {

@@ -12,8 +12,8 @@ struct Scratch {
         path = directory.file("scratch.sqlite")
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "k", source: .hex(TestKeys.hex()))])
         database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
-        if walMode { try database.read { db in _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) } }
+        if walMode { try database.writeWithoutTransaction { db in _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) } }
     }
 
-    func run<T>(_ body: (Connection) throws -> T) throws -> T { try database.read(body) }
+    func run<T>(_ body: (Connection) throws -> T) throws -> T { try database.writeWithoutTransaction(body) }
 }

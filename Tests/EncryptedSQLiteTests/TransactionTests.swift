@@ -88,14 +88,14 @@ struct TransactionTests {
         try scratch.run { db in try db.execute("BEGIN IMMEDIATE; INSERT INTO t VALUES (1)") }
         let start = ContinuousClock.now
         #expect {
-            try other.read { db in try db.transaction(.immediate) { _ in } }
+            try other.writeWithoutTransaction { db in try db.transaction(.immediate) { _ in } }
         } throws: { error in
             guard let error = error as? SQLiteError else { return false }
             return error.code.primary == .busy && error.description.contains("busy timeout")
         }
         #expect(ContinuousClock.now - start >= .milliseconds(40))
         try scratch.run { db in try db.execute("COMMIT") }
-        try other.read { db in try db.transaction(.immediate) { db in try db.execute("INSERT INTO t VALUES (2)") } }
+        try other.writeWithoutTransaction { db in try db.transaction(.immediate) { db in try db.execute("INSERT INTO t VALUES (2)") } }
     }
 }
 

@@ -35,7 +35,7 @@ struct KillTests {
         let oldKeys = try ring.only(0, database: fixture)
         do {
             let database = try EncryptedDatabase(path: fixture, keys: oldKeys, options: OpenOptions(createIfMissing: true))
-            try database.read { db in
+            try database.writeWithoutTransaction { db in
                 _ = try db.queryValue("PRAGMA journal_mode = \(journalMode)", as: String.self)
                 try db.execute("""
                     CREATE TABLE big(id INTEGER PRIMARY KEY, tag TEXT, payload BLOB);

@@ -3,11 +3,7 @@ import TestSupport
 
 /// Runs the built `rekey` executable (found beside the test bundle, or at `$REKEY_BINARY`).
 enum RekeyCLI {
-    static let path: String = {
-        if let override = ProcessInfo.processInfo.environment["REKEY_BINARY"] { return override }
-        let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return bundle.deletingLastPathComponent().appendingPathComponent("rekey").path
-    }()
+    static let path = BuiltProduct.path("rekey")
 
     /// Runs `rekey` in `directory` with `arguments` and exactly `environment` (plus PATH).
     static func run(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) throws -> ProcessResult {

@@ -132,10 +132,10 @@ struct RekeyCommandTests {
         // 75: another process holds the write lock.
         let busy = try CLIFixture(kinds: [.hex, .hex])
         let holder = try EncryptedDatabase(path: busy.path, keys: busy.ring.only(0, database: busy.path))
-        try holder.read { db in try db.execute("BEGIN EXCLUSIVE; INSERT INTO audit(note) VALUES ('held')") }
+        try holder.writeWithoutTransaction { db in try db.execute("BEGIN EXCLUSIVE; INSERT INTO audit(note) VALUES ('held')") }
         let locked = try busy.rekey(["--db", "app.sqlite", "--busy-timeout", "0.2"])
         #expect(locked.status == 75)
-        try holder.read { try $0.execute("ROLLBACK") }
+        try holder.writeWithoutTransaction { try $0.execute("ROLLBACK") }
         #expect(try SQLCipherShell.opens(busy.path, with: busy.ring.keys[0].shellKey))
 
         // 74: the process may not write a journal as large as the database (ulimit -f).

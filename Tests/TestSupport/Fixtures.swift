@@ -35,7 +35,7 @@ public enum Fixture {
     /// Creates the fixture in a new file through the library, encrypted with the current key of `keys`.
     public static func createWithLibrary(at path: String, keys: KeyList, rows: Int = 200, walMode: Bool = false) throws {
         let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
-        try database.read { db in
+        try database.writeWithoutTransaction { db in
             if walMode { _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) }
             try db.execute(sql(rows: rows))
         }

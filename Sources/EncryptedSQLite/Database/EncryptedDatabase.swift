@@ -1,22 +1,27 @@
 import Foundation
 import Logging
 
-/// An encrypted SQLite database opened with an ordered key list.
+/// An encrypted SQLite database opened with an ordered key list, safe to use from many threads
+/// and tasks.
 ///
 /// Opening finds the key that opens the file, trying the current key first and then the older
 /// keys from oldest to newest. When an older key opened it, the file is rotated to the current key
-/// before the database is handed out, and the rotation is verified on a fresh connection.
+/// before the database is handed out, and the rotation is verified on a fresh connection. A
+/// ``DatabaseMigrator`` given to the open then runs on the same keyed connection.
 ///
 /// ```swift
 /// let keys = try KeysFile.load(path: "Keys").keyList(forDatabase: "app.sqlite")
-/// let database = try EncryptedDatabase(path: "app.sqlite", keys: keys)
-/// print(database.report.openedWithKeyID, database.report.rotated)
+/// let database = try EncryptedDatabase(path: "app.sqlite", keys: keys, migrator: migrator)
 /// try database.write { db in try db.execute("INSERT INTO notes(text) VALUES (?)", ["hello"]) }
 /// let count = try database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) }
+/// let notes = try await database.read { db in try db.query(Note.self, "SELECT * FROM notes") }
 /// ```
 ///
-/// An `EncryptedDatabase` is safe to share between threads: every access runs on its one
-/// connection, one closure at a time.
+/// Access model: one writer connection, used by one caller at a time (``write(_:)`` in an
+/// `IMMEDIATE` transaction, ``writeWithoutTransaction(_:)`` without). Reads run on the writer
+/// too, serialized with writes, unless ``OpenOptions/concurrentReaders`` asks for a pool of
+/// read-only connections in WAL mode; then reads run concurrently with each other and with the
+/// writer, each on a consistent snapshot.
 public final class EncryptedDatabase: @unchecked Sendable {
     /// The database path.
     public let path: String
@@ -25,10 +30,14 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// The migrations the open applied, in order (empty without a migrator).
     public let appliedMigrations: [String]
     private let opener: DatabaseOpener
-    // Invariant: `connection`, `connectionKey` and `currentReport` are only touched with `lock` held.
-    private let lock = NSLock()
-    private var connection: Connection
-    private var connectionKey: ResolvedKey
+    private let readers: ReaderPool?
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
+    private let reentrancy = ReentrancyGuard()
+    // Invariant: `writer`, `writerKey` and `currentReport` are only touched with `writerLock` held.
+    private let writerLock = NSLock()
+    private var writer: Connection
+    private var writerKey: ResolvedKey
     private var currentReport: OpenReport
 
     /// Opens (and, unless disabled, rotates, then migrates) the database at `path`.
@@ -39,7 +48,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// - Parameters:
     ///   - path: The database file.
     ///   - keys: Its keys, oldest first; the last is the current key.
-    ///   - options: Creation, read-only, rotation, busy timeout, verification and logging.
+    ///   - options: Creation, read-only, rotation, busy timeout, verification, reader pool, logging.
     ///   - migrator: Migrations to apply after opening; their identifiers are in
     ///     ``appliedMigrations``.
     /// - Throws: ``EncryptedDatabaseError``: the file is missing, empty, too short, plaintext, not
@@ -60,62 +69,163 @@ public final class EncryptedDatabase: @unchecked Sendable {
         self.path = path
         self.keys = keys
         self.opener = opener
-        connection = opened.connection
-        connectionKey = opened.key
+        logger = options.logger
+        writer = opened.connection
+        writerKey = opened.key
         currentReport = opened.report
+        readers = try Self.makeReaderPool(writer: opened.connection, key: opened.key, path: path, options: options)
     }
 
     /// What happened when the database was opened (and, after ``rotateToCurrentKey()``, that
     /// rotation).
     public var report: OpenReport {
-        lock.withLock { currentReport }
+        writerLock.withLock { currentReport }
     }
 
-    /// Runs `body` with the connection, one caller at a time.
-    /// - Throws: whatever `body` throws.
+    // MARK: Access
+
+    /// Runs `body` with read-only access on a consistent snapshot (a deferred transaction).
+    ///
+    /// With a reader pool, reads run concurrently on read-only connections; without one, on the
+    /// writer connection with `PRAGMA query_only` on, one caller at a time.
+    /// - Throws: whatever `body` throws; ``SQLiteError`` (code `readOnly`) if `body` tries to write.
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
-        try lock.withLock { try body(connection) }
-    }
-
-    /// Runs `body` with the connection inside an `IMMEDIATE` transaction, one caller at a time:
-    /// commits when `body` returns, rolls back when it throws (and rethrows its error unchanged).
-    /// - Throws: whatever `body` throws, or ``SQLiteError`` when the transaction cannot begin or commit.
-    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try lock.withLock {
-            try connection.execute("BEGIN IMMEDIATE")
-            do {
-                let result = try body(connection)
-                try connection.execute("COMMIT")
-                return result
-            } catch {
-                if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
-                throw error
+        try reentrancy.enter("read") {
+            if let readers { return try readers.withReader(body) }
+            return try writerLock.withLock {
+                try writer.cachedStatement("PRAGMA query_only = 1").execute()
+                defer { try? writer.cachedStatement("PRAGMA query_only = 0").execute() }
+                return try writer.transaction(.deferred, body)
             }
         }
     }
 
+    /// Runs `body` on the writer connection inside an `IMMEDIATE` transaction, one caller at a
+    /// time: commits when `body` returns, rolls back when it throws (rethrowing its error
+    /// unchanged). Nested ``Connection/transaction(_:_:)`` calls become savepoints.
+    /// - Throws: whatever `body` throws, or ``SQLiteError`` when the transaction cannot begin
+    ///   (e.g. busy) or commit.
+    public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try reentrancy.enter("write") { try writerLock.withLock { try writer.transaction(.immediate, body) } }
+    }
+
+    /// Runs `body` on the writer connection with no transaction around it, one caller at a time:
+    /// for statements that cannot run in a transaction (`VACUUM`, `PRAGMA journal_mode`) or for
+    /// code that manages transactions itself.
+    /// - Throws: whatever `body` throws.
+    public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try reentrancy.enter("writeWithoutTransaction") { try writerLock.withLock { try body(writer) } }
+    }
+
+    /// ``read(_:)`` for Swift concurrency: runs on a thread of the database's own dispatch queue,
+    /// not on the cooperative pool.
+    /// - Throws: as ``read(_:)``.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await run { try self.read(body) }
+    }
+
+    /// ``write(_:)`` for Swift concurrency.
+    /// - Throws: as ``write(_:)``.
+    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await run { try self.write(body) }
+    }
+
+    /// ``writeWithoutTransaction(_:)`` for Swift concurrency.
+    /// - Throws: as ``writeWithoutTransaction(_:)``.
+    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await run { try self.writeWithoutTransaction(body) }
+    }
+
+    private func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    // MARK: Rotation
+
     /// Rotates the file to the current key if it is not on it yet (for databases opened with
     /// ``OpenOptions/rotateToCurrentKey`` off).
+    ///
+    /// Holds the writer and drains the reader pool first: readers in use finish, all readers are
+    /// closed, and after the rotation they reopen keyed with the new key only.
     /// - Returns: the rotation, or `nil` when the file was already on the current key.
     /// - Throws: ``EncryptedDatabaseError`` as for opening; on failure the database stays usable
     ///   on its old key.
     @discardableResult
     public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard connectionKey.id != keys.currentID else { return nil }
-        let (rotated, rotation) = try opener.rotate(connection, from: connectionKey)
-        connection = rotated
-        connectionKey = keys.current
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        guard writerKey.id != keys.currentID else { return nil }
+        readers?.drain()
+        let (rotated, rotation): (Connection, RotationReport)
+        do {
+            (rotated, rotation) = try opener.rotate(writer, from: writerKey)
+        } catch {
+            // The rotation closed the writer; reopen it on the old key, which still opens the file.
+            if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: opener.options.busyTimeout).open(with: writerKey) {
+                writer = reopened
+            }
+            readers?.resume(keyedWith: Self.readerKey(for: writerKey, writer: writer, path: path, logger: logger))
+            throw error
+        }
+        writer = rotated
+        writerKey = keys.current
         currentReport = currentReport.with(rotation: rotation)
+        readers?.resume(keyedWith: Self.readerKey(for: writerKey, writer: writer, path: path, logger: logger))
         return rotation
     }
+
+    /// The reader pool's current key (for tests).
+    var readerPoolKey: KeyMaterial? { readers?.readerKey }
+
+    // MARK: Finds which key opens a file
 
     /// Finds which key opens a file and whether it needs rotation, without writing anything: the
     /// file is opened read-only.
     /// - Throws: ``EncryptedDatabaseError`` as for opening (except rotation errors).
     public static func check(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> KeyCheck {
         try DatabaseOpener(path: path, keys: keys, options: OpenOptions(busyTimeout: busyTimeout)).check()
+    }
+
+    // MARK: Reader pool setup
+
+    private static func makeReaderPool(writer: Connection, key: ResolvedKey, path: String, options: OpenOptions) throws(EncryptedDatabaseError) -> ReaderPool? {
+        guard options.concurrentReaders > 0 else { return nil }
+        do {
+            var mode = try writer.journalMode()
+            if mode != "wal" && !options.readOnly {
+                mode = (try writer.queryValue("PRAGMA journal_mode = WAL", as: String.self) ?? "").lowercased()
+            }
+            guard mode == "wal" else {
+                options.logger.warning("no reader pool: the database is not in WAL mode", metadata: ["path": "\(path)"])
+                return nil
+            }
+        } catch {
+            throw .ioFailure(path: path, operation: "switching to WAL mode for concurrent readers", detail: "\(error)")
+        }
+        return ReaderPool(path: path, capacity: options.concurrentReaders, key: readerKey(for: key, writer: writer, path: path, logger: options.logger), busyTimeout: options.busyTimeout)
+    }
+
+    /// The key for reader connections: the derived raw key plus salt when it provably opens the
+    /// file, else the key itself (which then costs a key derivation per reader).
+    private static func readerKey(for key: ResolvedKey, writer: Connection, path: String, logger: Logger) -> KeyMaterial {
+        // SQLCipher reports kdf_iter as text.
+        let iterations = (try? writer.queryValue("PRAGMA kdf_iter", as: DatabaseValue.self)).flatMap { value -> Int? in
+            switch value {
+            case .integer(let number): return Int(number)
+            case .text(let text): return Int(text)
+            default: return nil
+            }
+        }
+        guard let salt = DerivedKey.salt(ofFileAt: path), let iterations,
+              let derived = DerivedKey.keySpec(for: key.material, salt: salt, kdfIterations: iterations),
+              (try? KeyTrial(path: path, access: .readOnly, busyTimeout: .seconds(5)).open(with: ResolvedKey(id: key.id, material: derived))) != nil
+        else {
+            logger.warning("reader connections will each derive the key: the derived key could not be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
+            return key.material
+        }
+        return derived
     }
 }
 

@@ -15,6 +15,11 @@ public struct OpenOptions: Sendable {
     public var busyTimeout: Duration
     /// How thoroughly a rotation is verified on a fresh connection.
     public var verification: RotationVerification
+    /// The number of read-only connections for concurrent reads; 0 (the default) runs every
+    /// access on the one writer connection. A positive number switches the database to WAL
+    /// journal mode (persistently), which lets readers run while the writer writes. Readers are
+    /// opened on demand and keyed with the file's derived raw key, so they cost no key derivation.
+    public var concurrentReaders: Int
     /// Where events go: opens, creations and rotations, with key ids, paths and timings, never key
     /// material. Silent by default; pass your application's logger to see them.
     public var logger: Logger
@@ -26,6 +31,7 @@ public struct OpenOptions: Sendable {
         rotateToCurrentKey: Bool = true,
         busyTimeout: Duration = .seconds(5),
         verification: RotationVerification = .quickCheck,
+        concurrentReaders: Int = 0,
         logger: Logger = Logger(label: "EncryptedSQLite", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.createIfMissing = createIfMissing
@@ -33,6 +39,7 @@ public struct OpenOptions: Sendable {
         self.rotateToCurrentKey = rotateToCurrentKey
         self.busyTimeout = busyTimeout
         self.verification = verification
+        self.concurrentReaders = concurrentReaders
         self.logger = logger
     }
 }

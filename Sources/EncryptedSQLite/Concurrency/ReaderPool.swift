@@ -1,0 +1,106 @@
+import Foundation
+
+/// A small pool of read-only connections to one WAL-mode database, keyed without a key derivation
+/// each (see ``DerivedKey``), for reads that run concurrently with each other and with the writer.
+///
+/// Rotation cooperates with the pool: ``drain()`` stops new check-outs, waits until every reader
+/// is back, and closes them all; ``resume(keyedWith:)`` lets readers open again, keyed with the
+/// new key. So no reader can run on a connection keyed with an old key.
+final class ReaderPool: @unchecked Sendable {
+    private let path: String
+    private let capacity: Int
+    private let busyTimeout: Duration
+    // Invariant: every property below is only touched with `condition` locked.
+    private let condition = NSCondition()
+    private var idle: [Connection] = []
+    private var opened = 0
+    private var checkedOut = 0
+    private var draining = false
+    private var key: KeyMaterial
+
+    init(path: String, capacity: Int, key: KeyMaterial, busyTimeout: Duration) {
+        self.path = path
+        self.capacity = max(1, capacity)
+        self.key = key
+        self.busyTimeout = busyTimeout
+    }
+
+    /// The key readers are opened with (for tests: a derived raw key, never a passphrase).
+    var readerKey: KeyMaterial { condition.withLock { key } }
+
+    /// Runs `body` on a reader inside a deferred transaction (a consistent snapshot), waiting for
+    /// a free reader when all are busy.
+    func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
+        let connection = try checkOut()
+        var reusable = true
+        defer { checkIn(connection, reusable: reusable) }
+        do {
+            return try connection.transaction(.deferred) { try body($0) }
+        } catch let error as SQLiteError where error.code.primary == .notADatabase || error.code.primary == .corrupt {
+            reusable = false
+            throw error
+        }
+    }
+
+    private func checkOut() throws -> Connection {
+        condition.lock()
+        while draining || (idle.isEmpty && opened >= capacity) { condition.wait() }
+        if let connection = idle.popLast() {
+            checkedOut += 1
+            condition.unlock()
+            return connection
+        }
+        opened += 1
+        checkedOut += 1
+        let key = self.key
+        condition.unlock()
+        do {
+            let connection = try Connection(path: path, access: .readOnly, key: key, busyTimeout: busyTimeout)
+            try connection.verifyReadable()
+            return connection
+        } catch {
+            condition.withLock {
+                opened -= 1
+                checkedOut -= 1
+                condition.broadcast()
+            }
+            throw error
+        }
+    }
+
+    private func checkIn(_ connection: Connection, reusable: Bool) {
+        condition.withLock {
+            checkedOut -= 1
+            if reusable && !draining {
+                idle.append(connection)
+            } else {
+                connection.close()
+                opened -= 1
+            }
+            condition.broadcast()
+        }
+    }
+
+    /// Stops new check-outs, waits for every reader in use, and closes all readers.
+    func drain() {
+        condition.withLock {
+            draining = true
+            while checkedOut > 0 { condition.wait() }
+            for connection in idle { connection.close() }
+            opened -= idle.count
+            idle.removeAll()
+        }
+    }
+
+    /// Lets readers open again, keyed with `key`.
+    func resume(keyedWith key: KeyMaterial) {
+        condition.withLock {
+            self.key = key
+            draining = false
+            condition.broadcast()
+        }
+    }
+
+    /// The number of reader connections open now.
+    var openCount: Int { condition.withLock { opened } }
+}

@@ -1,0 +1,166 @@
+@testable import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+/// A database on a passphrase key (so that a key derivation per reader would show), with a table.
+struct SharedDatabase {
+    let directory = TemporaryDirectory("concurrency")
+    let ring: TestKeyring
+    let path: String
+    let database: EncryptedDatabase
+
+    init(readers: Int, kinds: [SourceKind] = [.passphrase], rotate: Bool = true) throws {
+        ring = TestKeyring(kinds, in: directory)
+        path = directory.file("shared.sqlite")
+        if kinds.count > 1 {
+            try Fixture.createWithLibrary(at: path, keys: ring.only(0, database: path), rows: 10)
+        }
+        database = try EncryptedDatabase(
+            path: path, keys: ring.keyList(database: path),
+            options: OpenOptions(createIfMissing: true, rotateToCurrentKey: rotate, concurrentReaders: readers))
+        try database.write { db in try db.execute("CREATE TABLE IF NOT EXISTS items(id INTEGER PRIMARY KEY, task INTEGER, n INTEGER)") }
+    }
+}
+
+@Suite("Concurrent access")
+struct ConcurrencyTests {
+    @Test("many tasks writing and reading through one database lose no rows", arguments: [0, 4])
+    func manyTasks(readers: Int) async throws {
+        let shared = try SharedDatabase(readers: readers)
+        let database = shared.database
+        let tasks = 8, perTask = 100
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<tasks {
+                group.addTask {
+                    for n in 0..<perTask {
+                        try await database.write { db in try db.execute("INSERT INTO items(task, n) VALUES (?, ?)", [task, n]) }
+                    }
+                }
+                group.addTask {
+                    var last = 0
+                    for _ in 0..<perTask / 4 {
+                        let count = try await database.read { db in try db.queryValue("SELECT count(*) FROM items", as: Int.self) ?? 0 }
+                        #expect(count >= last)  // snapshots only move forward
+                        last = count
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let count = try await database.read { try $0.queryValue("SELECT count(*) FROM items", as: Int.self) }
+        #expect(count == tasks * perTask)
+        let distinct = try await database.read { try $0.queryValue("SELECT count(DISTINCT task * 1000 + n) FROM items", as: Int.self) }
+        #expect(distinct == tasks * perTask)
+        // Threads, not just tasks.
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            try? database.write { db in try db.execute("INSERT INTO items(task, n) VALUES (?, ?)", [100 + index, 0]) }
+        }
+        let after = try await database.read { try $0.queryValue("SELECT count(*) FROM items", as: Int.self) }
+        #expect(after == tasks * perTask + 8)
+    }
+
+    @Test("pooled readers use the derived raw key and salt (no key derivation each) and run concurrently")
+    func pool() throws {
+        let shared = try SharedDatabase(readers: 2)
+        let key = try #require(shared.database.readerPoolKey)
+        #expect(key.kind == .rawKey)
+        key.withSQLCipherBytes { #expect($0.count == 99) }  // x'<64 hex key><32 hex salt>'
+        #expect(try shared.database.writeWithoutTransaction { try $0.journalMode() } == "wal")
+
+        // Two reads overlap: the first waits inside its closure until the second has run.
+        let secondRan = DispatchSemaphore(value: 0)
+        let firstDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? shared.database.read { _ in secondRan.wait(timeout: .now() + 10) }
+            firstDone.signal()
+        }
+        usleep(50_000)
+        _ = try shared.database.read { db in try db.queryValue("SELECT 1", as: Int.self) }
+        secondRan.signal()
+        #expect(firstDone.wait(timeout: .now() + 10) == .success)
+    }
+
+    @Test("a read cannot write, with or without a pool", arguments: [0, 2])
+    func readIsReadOnly(readers: Int) throws {
+        let shared = try SharedDatabase(readers: readers)
+        #expect {
+            try shared.database.read { db in try db.execute("INSERT INTO items(task, n) VALUES (1, 1)") }
+        } throws: { ($0 as? SQLiteError)?.code.primary == .readOnly }
+        try shared.database.write { db in try db.execute("INSERT INTO items(task, n) VALUES (1, 1)") }
+        #expect(try shared.database.read { try $0.queryValue("SELECT count(*) FROM items", as: Int.self) } == 1)
+    }
+
+    @Test("a rotation while readers are active leaves no reader on the old key")
+    func rotationWithActiveReaders() async throws {
+        let shared = try SharedDatabase(readers: 3, kinds: [.passphrase, .hex], rotate: false)
+        let database = shared.database
+        #expect(database.report.openedWithKeyID == "k1")
+        let oldReaderKey = try #require(database.readerPoolKey)
+        let stop = ManagedAtomicFlag()
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    var reads = 0
+                    while !stop.isSet {
+                        _ = try await database.read { db in try db.queryValue("SELECT count(*) FROM people", as: Int.self) }
+                        reads += 1
+                    }
+                    return reads
+                }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            let rotation = try await Task { try database.rotateToCurrentKey() }.value
+            #expect(rotation?.toKeyID == "k2")
+            try await database.write { db in try db.execute("INSERT INTO items(task, n) VALUES (7, 7)") }
+            try await Task.sleep(for: .milliseconds(100))
+            stop.set()
+            var total = 0
+            for try await reads in group { total += reads }
+            #expect(total > 0)
+        }
+        let newReaderKey = try #require(database.readerPoolKey)
+        #expect(!newReaderKey.isSameSecret(as: oldReaderKey))
+        let sevens = try await database.read { try $0.queryValue("SELECT count(*) FROM items WHERE task = 7", as: Int.self) }
+        #expect(sevens == 1)
+        #expect(try SQLCipherShell.opens(shared.path, with: shared.ring.keys[1].shellKey))
+        #expect(try !SQLCipherShell.opens(shared.path, with: shared.ring.keys[0].shellKey))
+    }
+
+    @Test("calling the database from inside its own access closure traps with a message instead of deadlocking")
+    func reentrancy() async {
+        await #expect(processExitsWith: .failure) {
+            let scratch = try Scratch()
+            try scratch.database.write { _ in
+                _ = try scratch.database.read { db in try db.queryValue("SELECT 1", as: Int.self) }
+            }
+        }
+    }
+
+    @Test("async write rolls back on error and returns values")
+    func asyncVariants() async throws {
+        struct Stop: Error {}
+        let shared = try SharedDatabase(readers: 0)
+        await #expect(throws: Stop.self) {
+            try await shared.database.write { db in
+                try db.execute("INSERT INTO items(task, n) VALUES (1, 1)")
+                throw Stop()
+            }
+        }
+        let inserted = try await shared.database.write { db -> Int64 in
+            try db.execute("INSERT INTO items(task, n) VALUES (2, 2)")
+            return db.lastInsertRowID
+        }
+        #expect(inserted == 1)
+        let mode = try await shared.database.writeWithoutTransaction { try $0.journalMode() }
+        #expect(mode == "delete")
+    }
+}
+
+/// A flag set once, read from many tasks.
+final class ManagedAtomicFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
