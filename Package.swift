@@ -67,6 +67,12 @@ let package = Package(
             dependencies: ["EncryptedSQLite", "TestSupport"],
             path: "Tests/CrashHarness"
         ),
+        // Benchmarks against the raw SQLCipher C API (release build; see Benchmarks/README.md).
+        .executableTarget(
+            name: "encryptedsqlite-benchmarks",
+            dependencies: ["EncryptedSQLite", "CSQLCipher"],
+            path: "Benchmarks/Sources/Benchmarks"
+        ),
         .testTarget(
             name: "CrashTests",
             dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness"]
