@@ -17,8 +17,8 @@ import Logging
 /// let notes = try await database.read { db in try db.query(Note.self, "SELECT * FROM notes") }
 /// ```
 ///
-/// Access model: one writer connection, used by one caller at a time (``write(_:)`` in an
-/// `IMMEDIATE` transaction, ``writeWithoutTransaction(_:)`` without). Reads run on the writer
+/// Access model: one writer connection, used by one caller at a time (``write(_:)-31cs9`` in an
+/// `IMMEDIATE` transaction, ``writeWithoutTransaction(_:)-57ff4`` without). Reads run on the writer
 /// too, serialized with writes, unless ``OpenOptions/concurrentReaders`` asks for a pool of
 /// read-only connections in WAL mode; then reads run concurrently with each other and with the
 /// writer, each on a consistent snapshot.
@@ -117,21 +117,21 @@ public final class EncryptedDatabase: @unchecked Sendable {
         try reentrancy.enter("writeWithoutTransaction") { try writerLock.withLock { try body(writer) } }
     }
 
-    /// ``read(_:)`` for Swift concurrency: runs on a thread of the database's own dispatch queue,
+    /// ``read(_:)-buwx`` for Swift concurrency: runs on a thread of the database's own dispatch queue,
     /// not on the cooperative pool.
-    /// - Throws: as ``read(_:)``.
+    /// - Throws: as ``read(_:)-buwx``.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await run { try self.read(body) }
     }
 
-    /// ``write(_:)`` for Swift concurrency.
-    /// - Throws: as ``write(_:)``.
+    /// ``write(_:)-31cs9`` for Swift concurrency.
+    /// - Throws: as ``write(_:)-31cs9``.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await run { try self.write(body) }
     }
 
-    /// ``writeWithoutTransaction(_:)`` for Swift concurrency.
-    /// - Throws: as ``writeWithoutTransaction(_:)``.
+    /// ``writeWithoutTransaction(_:)-57ff4`` for Swift concurrency.
+    /// - Throws: as ``writeWithoutTransaction(_:)-57ff4``.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await run { try self.writeWithoutTransaction(body) }
     }
