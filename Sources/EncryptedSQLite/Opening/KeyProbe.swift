@@ -14,19 +14,35 @@ struct KeyProbe {
     var path: String { trial.path }
 
     /// Looks at the file first (so that a missing, empty or plaintext file costs no key
-    /// derivation), then tries the keys.
+    /// derivation), then tries the keys. An unencrypted file opens with the list's plaintext
+    /// entry, when it has one. When no key opens the file, checks whether it is a SQLCipher 4 file
+    /// one of the keys is right for (``SQLCipher4Diagnosis``).
+    ///
+    /// The returned key carries the cipher settings that opened the file (for a legacy key, the
+    /// variant that matched).
     func run() throws(EncryptedDatabaseError) -> Outcome {
+        if case .plaintextSQLite = DatabaseFileKind.inspect(path: path), let plaintext = keys.plaintextKey {
+            let stopwatch = Stopwatch()
+            if let (connection, key) = try trial.find(plaintext) {
+                return Outcome(connection: connection, key: key, attempts: [.init(keyID: key.id, opened: true, duration: stopwatch.elapsed)])
+            }
+            throw .noKeyOpens(path: path, triedKeyIDs: [plaintext.id])
+        }
         try Self.requireEncryptedCandidate(path: path)
         var attempts: [OpenReport.KeyAttempt] = []
         for key in keys.trialOrder {
             let stopwatch = Stopwatch()
-            if let connection = try trial.open(with: key) {
+            if let (connection, opened) = try trial.find(key) {
                 attempts.append(.init(keyID: key.id, opened: true, duration: stopwatch.elapsed))
-                return Outcome(connection: connection, key: key, attempts: attempts)
+                return Outcome(connection: connection, key: opened, attempts: attempts)
             }
             attempts.append(.init(keyID: key.id, opened: false, duration: stopwatch.elapsed))
         }
-        throw .noKeyOpens(path: path, triedKeyIDs: attempts.map(\.keyID))
+        let tried = attempts.map(\.keyID)
+        if let keyID = SQLCipher4Diagnosis(path: path).matchingKeyID(among: keys.trialOrder) {
+            throw .sqlcipher4File(path: path, keyID: keyID, triedKeyIDs: tried)
+        }
+        throw .noKeyOpens(path: path, triedKeyIDs: tried)
     }
 
     /// Throws the matching error unless the file could be an encrypted database.
@@ -53,16 +69,25 @@ struct KeyTrial {
     /// the key is wrong. Other failures (busy, I/O, permissions) are thrown: they say nothing
     /// about the key.
     func open(with key: ResolvedKey) throws(EncryptedDatabaseError) -> Connection? {
-        do {
-            let connection = try Connection(path: path, access: access, key: key.material, busyTimeout: busyTimeout)
-            try connection.verifyReadable()
-            return connection
-        } catch let error as SQLiteError where error.code.primary == .notADatabase {
-            return nil
-        } catch let error as SQLiteError {
-            throw EncryptedDatabaseError.from(error, path: path, operation: "opening with key \"\(key.id)\"")
-        } catch {
-            throw .ioFailure(path: path, operation: "opening with key \"\(key.id)\"", detail: "\(error)")
+        try find(key)?.connection
+    }
+
+    /// Like ``open(with:)``, trying each of the key's settings (two for a legacy key); also
+    /// returns the key with the settings that opened the file.
+    func find(_ key: ResolvedKey) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
+        for settings in key.settingsToTry {
+            do {
+                let connection = try Connection(path: path, access: access, key: key.material, cipher: settings, busyTimeout: busyTimeout)
+                try connection.verifyReadable()
+                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy))
+            } catch let error as SQLiteError where error.code.primary == .notADatabase {
+                continue
+            } catch let error as SQLiteError {
+                throw EncryptedDatabaseError.from(error, path: path, operation: "opening with key \"\(key.id)\"")
+            } catch {
+                throw .ioFailure(path: path, operation: "opening with key \"\(key.id)\"", detail: "\(error)")
+            }
         }
+        return nil
     }
 }
