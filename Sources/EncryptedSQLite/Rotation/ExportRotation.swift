@@ -216,7 +216,7 @@ struct ExportRotation {
         }
     }
 
-    private func export(from: ResolvedKey, to: ResolvedKey, into temporary: String, original: SourceFacts, restoreWAL: Bool) throws(EncryptedDatabaseError) {
+    func export(from: ResolvedKey, to: ResolvedKey, into temporary: String, original: SourceFacts, restoreWAL: Bool) throws(EncryptedDatabaseError) {
         try sqlite("exporting into \(temporary)") {
             let exporter = try Connection(path: path, access: .readWrite, key: from.material, cipher: from.cipher, busyTimeout: busyTimeout)
             defer { exporter.close() }
@@ -241,7 +241,7 @@ struct ExportRotation {
     }
 
     /// Opens the temporary on a fresh connection with the new key and compares it with the original.
-    private func verify(_ temporary: String, key: ResolvedKey, against original: SourceFacts) throws(EncryptedDatabaseError) {
+    func verify(_ temporary: String, key: ResolvedKey, against original: SourceFacts) throws(EncryptedDatabaseError) {
         func fail(_ detail: String) -> EncryptedDatabaseError {
             .verificationFailed(path: path, keyID: key.id, detail: "the exported copy \(detail); the original was left in place")
         }
