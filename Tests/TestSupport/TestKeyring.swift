@@ -70,7 +70,12 @@ public struct TestKeyring: Sendable {
 
     /// The Keys file text for `databasePath` (as written in the file).
     public func yaml(databasePath: String) -> String {
-        var lines = ["databases:", "  - path: \"\(databasePath)\"", "    keys:"]
+        "databases:\n" + Self.yamlEntry(path: databasePath, plaintextID: plaintextID, keys: keys)
+    }
+
+    /// One `databases:` entry of a Keys file.
+    public static func yamlEntry(path: String, plaintextID: String?, keys: [TestKey]) -> String {
+        var lines = ["  - path: \"\(path)\"", "    keys:"]
         if let plaintextID { lines.append("      - id: \"\(plaintextID)\"\n        plaintext: true") }
         for key in keys {
             lines.append("      - id: \"\(key.id)\"")
