@@ -144,7 +144,7 @@ struct KillTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let delay = Double.random(in: 0...1.15) * Double(runTime.components.seconds * 1_000_000 + runTime.components.attoseconds / 1_000_000_000_000)
+            let delay = Double.random(in: 0.3...1.2) * Double(runTime.components.seconds * 1_000_000 + runTime.components.attoseconds / 1_000_000_000_000)
             usleep(useconds_t(delay))
             if process.isRunning { tally.killedWhileRunning += 1 }
             kill(process.processIdentifier, SIGKILL)
