@@ -7,6 +7,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     case usage = 64
     case noKeyOpens = 65
     case missingDatabase = 66
+    case cannotCreate = 73
     case ioError = 74
     case busy = 75
     case permission = 77
@@ -21,6 +22,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .usage: return "usage error"
         case .noKeyOpens: return "no configured key opens the file (or it is empty, plaintext or not a database)"
         case .missingDatabase: return "database file missing"
+        case .cannotCreate: return "the output file already exists (it is never overwritten)"
         case .ioError: return "I/O error, disk full, or the rotation did not verify"
         case .busy: return "the database is locked by another process; try again"
         case .permission: return "permission problem (read-only file or folder, key file readable by others)"
@@ -40,6 +42,10 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     }
 
     init(_ error: EncryptedDatabaseError) {
+        if case .targetExists = error {
+            self = .cannotCreate
+            return
+        }
         switch error.category {
         case .missingFile: self = .missingDatabase
         case .unreadableContent: self = .noKeyOpens

@@ -137,6 +137,23 @@ struct ConcurrencyTests {
         }
     }
 
+    @Test("a released database closes every connection, even ones with cached statements")
+    func releaseClosesConnections() throws {
+        let directory = TemporaryDirectory("release")
+        let ring = TestKeyring([.hex], in: directory)
+        let path = directory.file("app.sqlite")
+        do {
+            let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path),
+                                                 options: OpenOptions(createIfMissing: true, concurrentReaders: 2))
+            try database.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY)") }
+            _ = try database.read { db in try db.query(Int64.self, "SELECT id FROM t") }   // caches a statement on a reader
+            _ = try database.writeWithoutTransaction { db in try db.cachedStatement("SELECT 1") }
+        }
+        // Leaving WAL mode needs every other connection to the file closed.
+        let alone = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+        #expect(try alone.writeWithoutTransaction { try $0.queryValue("PRAGMA journal_mode = DELETE", as: String.self) } == "delete")
+    }
+
     @Test("async write rolls back on error and returns values")
     func asyncVariants() async throws {
         struct Stop: Error {}

@@ -99,6 +99,81 @@ struct KeysFileTests {
         }
     }
 
+    @Test("plaintext, legacy and cipher settings entries load; misuse is an error naming the place")
+    func cipherFields() throws {
+        let hex = TestKeys.hex()
+        let path = write("""
+            databases:
+              - path: app.sqlite
+                keys:
+                  - id: v1
+                    plaintext: true
+                  - id: "2019"
+                    passphrase: "old"
+                    legacy: true
+                  - id: "2021"
+                    passphrase: "mid"
+                    cipher: {kdf_iter: 4000, page_size: 1024, use_hmac: false}
+                  - id: "2025"
+                    hex: \(hex)
+                    cipher:
+                      page_size: 4096
+            """)
+        let file = try KeysFile.load(path: path)
+        let keys = file.entries[0].keys
+        #expect(keys.map(\.id) == ["v1", "2019", "2021", "2025"])
+        if case .plaintext = keys[0].source {} else { Issue.record("expected a plaintext entry") }
+        #expect(keys[1].legacy)
+        #expect(keys[2].cipher == CipherSettings(kdfIterations: 4000, pageSize: 1024, useHMAC: false))
+        #expect(keys[3].cipher == CipherSettings(pageSize: 4096))
+        let list = try file.keyList(forDatabase: directory.file("app.sqlite"), environment: [:])
+        #expect(list.plaintextKeyID == "v1")
+        #expect(list.currentID == "2025")
+
+        let unknown = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n        cipher: {kdf_iterations: 4000}\n")
+        #expect(throws: KeyConfigurationError.unknownField(path: unknown, location: "databases[0].keys[0].cipher", field: "kdf_iterations", allowed: ["kdf_iter", "page_size", "use_hmac"])) {
+            try KeysFile.load(path: unknown)
+        }
+        let misplaced = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n      - id: v1\n        plaintext: true\n")
+        #expect(throws: KeyConfigurationError.plaintextEntryMisplaced(keyID: "v1", database: directory.file("a.sqlite"))) {
+            try KeysFile.load(path: misplaced).keyList(forDatabase: directory.file("a.sqlite"), environment: [:])
+        }
+        let both = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: v1\n        plaintext: true\n        passphrase: secret-text\n      - id: k\n        passphrase: p\n")
+        do {
+            _ = try KeysFile.load(path: both)
+            Issue.record("a plaintext entry with a passphrase loaded")
+        } catch {
+            #expect(!error.description.contains("secret-text"))
+            #expect(error == .keySourceCount(keyID: "v1", database: "a.sqlite", sources: ["passphrase", "plaintext"], keysFile: both))
+        }
+    }
+
+    @Test("a glob entry names every matching database; an exact entry wins over it")
+    func globEntries() throws {
+        let hex = TestKeys.hex(), other = TestKeys.hex()
+        try FileManager.default.createDirectory(atPath: directory.file("tenants"), withIntermediateDirectories: true)
+        for name in ["a.sqlite", "b.sqlite", "special.sqlite", "notes.txt", ".a.sqlite.0badc0de.rekey-export", "a.sqlite-journal"] {
+            _ = FileManager.default.createFile(atPath: directory.file("tenants/\(name)"), contents: Data("x".utf8))
+        }
+        let path = write("""
+            databases:
+              - path: tenants/special.sqlite
+                keys:
+                  - id: special
+                    hex: \(other)
+              - path: "tenants/*.sqlite"
+                keys:
+                  - id: tenant
+                    hex: \(hex)
+            """)
+        let file = try KeysFile.load(path: path)
+        #expect(file.entries[1].isPattern)
+        #expect(file.allDatabasePaths() == ["special", "a", "b"].map { directory.file("tenants/\($0).sqlite") })
+        #expect(try file.keyList(forDatabase: directory.file("tenants/b.sqlite"), environment: [:]).ids == ["tenant"])
+        #expect(try file.keyList(forDatabase: directory.file("tenants/special.sqlite"), environment: [:]).ids == ["special"])
+        #expect(file.entry(forDatabase: directory.file("tenants/sub/c.sqlite")) == nil)
+    }
+
     @Test("Keys.example at the top level of the repository is valid and documents every option")
     func example() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -106,7 +181,7 @@ struct KeysFileTests {
         let file = try KeysFile.load(path: path)
         #expect(!file.entries.isEmpty)
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:"] {
+        for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:", "plaintext:", "legacy:", "cipher:", "kdf_iter:", "page_size:", "use_hmac:", "*"] {
             #expect(text.contains(option), "Keys.example does not document \(option)")
         }
     }

@@ -204,7 +204,7 @@ struct EngineFactTests {
         let keys = try ring.keyList(database: path)
         let connection = try Connection(path: path, access: .readOnly, key: keys.keys[0].material, busyTimeout: .seconds(1))
         try connection.verifyReadable()
-        let outcome = connection.rekey(to: keys.keys[1].material)
+        let outcome = connection.rekey(to: keys.keys[1].material!)
         connection.close()
         #expect(outcome.reportedSuccess)
         #expect(FileSnapshot(path) == snapshot)
@@ -220,7 +220,7 @@ struct EngineFactTests {
         let keys = try ring.keyList(database: path)
         let connection = try Connection(path: path, access: .readOnly, key: keys.keys[0].material, busyTimeout: .seconds(1))
         try connection.verifyReadable()
-        keys.keys[0].material.withSQLCipherBytes { bytes in
+        keys.keys[0].material!.withSQLCipherBytes { bytes in
             #expect(bytes.count == 67 && bytes.first == UInt8(ascii: "x") && bytes[1] == UInt8(ascii: "'") && bytes.last == UInt8(ascii: "'"))
         }
     }

@@ -50,7 +50,9 @@ public enum Fixture {
         for object in objects { hasher.add(object.description) }
         for table in objects where (try table.get("type", as: String.self)) == "table" {
             let name = try table.get("name", as: String.self)
-            let statement = try db.prepare("SELECT * FROM \"\(name)\" ORDER BY rowid")
+            let withoutRowID = (try table.get("sql", as: String?.self) ?? "").uppercased().contains("WITHOUT ROWID")
+            let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+            let statement = try db.prepare("SELECT * FROM \(quoted)" + (withoutRowID ? "" : " ORDER BY rowid"))
             while try statement.step() {
                 for column in 0..<Int32(statement.columnCount) {
                     switch statement.value(at: column) {

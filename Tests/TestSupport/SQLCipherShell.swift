@@ -40,3 +40,22 @@ public enum SQLCipherShell {
         public var description: String { "the sqlcipher shell is not installed; run scripts/setup.sh" }
     }
 }
+
+/// Runs Debian's plain `sqlite3` shell (no encryption at all), to make the unencrypted files that
+/// users upgrade from and to check decrypted copies.
+public enum SQLiteShell {
+    /// The shell's path, or `nil` when it is not installed.
+    public static let path: String? = ProcessRunner.which("sqlite3")
+
+    /// Runs `sql` on `database`.
+    public static func run(_ database: String, _ sql: String) throws -> ProcessResult {
+        guard let path else { throw SQLCipherShell.ShellMissing() }
+        return try ProcessRunner.run(path, ["-batch", "-bail", database], input: sql + "\n")
+    }
+
+    /// Creates the fixture (schema, rows, `user_version`, `application_id`) in a new plaintext file.
+    public static func createFixture(at database: String, rows: Int = 200, walMode: Bool = false) throws {
+        let result = try run(database, (walMode ? "PRAGMA journal_mode = WAL;\n" : "") + Fixture.sql(rows: rows))
+        guard result.status == 0 else { throw FixtureError(message: "sqlite3 shell failed: \(result.stderr)") }
+    }
+}

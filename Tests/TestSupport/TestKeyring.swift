@@ -21,9 +21,13 @@ public struct TestKey: Sendable {
 public struct TestKeyring: Sendable {
     public let keys: [TestKey]
     public let environment: [String: String]
+    /// The id of a leading `plaintext` entry, when the list has one.
+    public let plaintextID: String?
 
-    /// Makes keys `k1`, `k2`, … of the given kinds; key files are written into `directory`.
-    public init(_ kinds: [SourceKind], in directory: TemporaryDirectory, idPrefix: String = "k") {
+    /// Makes keys `k1`, `k2`, … of the given kinds; key files are written into `directory`. With
+    /// `plaintextID`, the list starts with a plaintext entry of that id.
+    public init(_ kinds: [SourceKind], in directory: TemporaryDirectory, idPrefix: String = "k", plaintextID: String? = nil) {
+        self.plaintextID = plaintextID
         var keys: [TestKey] = []
         var environment: [String: String] = [:]
         for (index, kind) in kinds.enumerated() {
@@ -56,7 +60,7 @@ public struct TestKeyring: Sendable {
 
     /// The library's key list for `database`.
     public func keyList(database: String) throws -> KeyList {
-        try KeyList(database: database, keys: keys.map(\.key), environment: environment)
+        try KeyList(database: database, keys: (plaintextID.map { [DatabaseKey.plaintext(id: $0)] } ?? []) + keys.map(\.key), environment: environment)
     }
 
     /// A key list of just one of the keys (to make or read a file with exactly that key).
@@ -66,7 +70,13 @@ public struct TestKeyring: Sendable {
 
     /// The Keys file text for `databasePath` (as written in the file).
     public func yaml(databasePath: String) -> String {
-        var lines = ["databases:", "  - path: \"\(databasePath)\"", "    keys:"]
+        "databases:\n" + Self.yamlEntry(path: databasePath, plaintextID: plaintextID, keys: keys)
+    }
+
+    /// One `databases:` entry of a Keys file.
+    public static func yamlEntry(path: String, plaintextID: String?, keys: [TestKey]) -> String {
+        var lines = ["  - path: \"\(path)\"", "    keys:"]
+        if let plaintextID { lines.append("      - id: \"\(plaintextID)\"\n        plaintext: true") }
         for key in keys {
             lines.append("      - id: \"\(key.id)\"")
             switch key.key.source {
@@ -75,6 +85,7 @@ public struct TestKeyring: Sendable {
             case let .environment(variable, format): lines.append("        env: \(variable)\n        format: \(format.rawValue)")
             case let .file(path, format): lines.append("        file: \(path)\n        format: \(format.rawValue)")
             case .material: break
+            case .plaintext: lines.append("        plaintext: true")
             }
         }
         return lines.joined(separator: "\n") + "\n"

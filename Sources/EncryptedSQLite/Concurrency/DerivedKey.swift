@@ -67,3 +67,20 @@ enum DerivedKey {
         return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
     }
 }
+
+/// The raw keys derived from one key material, by file salt and iteration count, so that each
+/// PBKDF2 runs once per process per file. Thread-safe; holds key material, which never prints.
+final class DerivationCache: @unchecked Sendable {
+    private let lock = NSLock()
+    // Invariant: only touched with `lock` held.
+    private var entries: [[UInt8]: KeyMaterial] = [:]
+
+    /// The cached value for `salt` and `iterations`, computing it with `derive` the first time.
+    func value(salt: [UInt8], iterations: Int, derive: () -> KeyMaterial?) -> KeyMaterial? {
+        let key = salt + withUnsafeBytes(of: UInt64(iterations).littleEndian) { Array($0) }
+        if let cached = lock.withLock({ entries[key] }) { return cached }
+        guard let derived = derive() else { return nil }
+        lock.withLock { entries[key] = derived }
+        return derived
+    }
+}

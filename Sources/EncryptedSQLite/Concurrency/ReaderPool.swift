@@ -16,9 +16,9 @@ final class ReaderPool: @unchecked Sendable {
     private var opened = 0
     private var checkedOut = 0
     private var draining = false
-    private var key: KeyMaterial
+    private var key: KeyMaterial?
 
-    init(path: String, capacity: Int, key: KeyMaterial, busyTimeout: Duration) {
+    init(path: String, capacity: Int, key: KeyMaterial?, busyTimeout: Duration) {
         self.path = path
         self.capacity = max(1, capacity)
         self.key = key
@@ -26,7 +26,7 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     /// The key readers are opened with (for tests: a derived raw key, never a passphrase).
-    var readerKey: KeyMaterial { condition.withLock { key } }
+    var readerKey: KeyMaterial? { condition.withLock { key } }
 
     /// Runs `body` on a reader inside a deferred transaction (a consistent snapshot), waiting for
     /// a free reader when all are busy.
@@ -93,7 +93,7 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     /// Lets readers open again, keyed with `key`.
-    func resume(keyedWith key: KeyMaterial) {
+    func resume(keyedWith key: KeyMaterial?) {
         condition.withLock {
             self.key = key
             draining = false

@@ -20,4 +20,53 @@ extension Connection {
         }
         return RekeyOutcome(code: code, message: String(cString: sqlite3_errmsg(handle)))
     }
+
+    /// Applies the engine's per-connection setup and `settings` to the main database. Runs right
+    /// after `sqlite3_key`, before anything is read; never uses the process-wide
+    /// `cipher_default_*` pragmas.
+    func applyCipherSettings(_ settings: CipherSettings) throws {
+        for statement in SQLCipherEngine.linked.connectionSetup { try execute(statement) }
+        for statement in Self.settingStatements(settings, schema: nil) { try execute(statement) }
+    }
+
+    /// Attaches `path` as `schema`, keyed with `key` (unencrypted when `nil`) and written with
+    /// `settings`. The key is bound as a parameter of `ATTACH … KEY ?`, never put in SQL text, and
+    /// is always given explicitly (an ATTACH without KEY may inherit the main key or write plaintext).
+    func attach(path: String, as schema: String, key: KeyMaterial?, settings: CipherSettings) throws {
+        let sql = "ATTACH DATABASE ? AS \(schema) KEY ?"
+        var statement: OpaquePointer?
+        var code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw error(code: code, sql: sql) }
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_text(statement, 1, path, -1, sqliteTransient)
+        if let key {
+            code = key.withSQLCipherBytes { bytes in
+                sqlite3_bind_blob(statement, 2, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
+            }
+        } else {
+            code = sqlite3_bind_text(statement, 2, "", 0, sqliteTransient)
+        }
+        guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
+        code = sqlite3_step(statement)
+        // Drop the statement's copy of the key before anything else runs.
+        sqlite3_clear_bindings(statement)
+        guard code == SQLITE_DONE else { throw error(code: code, sql: sql) }
+        guard key != nil else { return }
+        for statement in SQLCipherEngine.linked.attachedSetup(schema: schema) { try execute(statement) }
+        for statement in Self.settingStatements(settings, schema: schema) { try execute(statement) }
+    }
+
+    /// Detaches a schema attached with ``attach(path:as:key:settings:)``.
+    func detach(_ schema: String) throws {
+        try execute("DETACH DATABASE \(schema)")
+    }
+
+    private static func settingStatements(_ settings: CipherSettings, schema: String?) -> [String] {
+        let prefix = schema.map { "\($0)." } ?? ""
+        var statements: [String] = []
+        if let kdf = settings.kdfIterations { statements.append("PRAGMA \(prefix)kdf_iter = \(kdf)") }
+        if let size = settings.pageSize { statements.append("PRAGMA \(prefix)cipher_page_size = \(size)") }
+        if let hmac = settings.useHMAC { statements.append("PRAGMA \(prefix)cipher_use_hmac = \(hmac ? "ON" : "OFF")") }
+        return statements
+    }
 }

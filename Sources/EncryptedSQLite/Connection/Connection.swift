@@ -33,11 +33,12 @@ public final class Connection {
     /// The access mode the connection was opened with.
     public let accessMode: AccessMode
 
-    /// Opens `path` and keys it with `key` (or leaves it unkeyed when `key` is `nil`).
+    /// Opens `path` and keys it with `key` (or leaves it unkeyed when `key` is `nil`), with the
+    /// key's cipher settings (engine defaults when `nil`).
     ///
     /// The file must exist unless `create` is set. Nothing is read from the file here, so a
     /// wrong key is only detected by the first read (see ``verifyReadable()``).
-    init(path: String, access: AccessMode, create: Bool = false, key: KeyMaterial?, busyTimeout: Duration) throws {
+    init(path: String, access: AccessMode, create: Bool = false, key: KeyMaterial?, cipher: CipherSettings? = nil, busyTimeout: Duration) throws {
         var flags = SQLITE_OPEN_NOMUTEX
         switch access {
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
@@ -60,6 +61,7 @@ public final class Connection {
                 sqlite3_key(handle, bytes.baseAddress, Int32(bytes.count))
             }
             guard keyCode == SQLITE_OK else { throw error(code: keyCode, sql: nil) }
+            try applyCipherSettings(cipher ?? .engineDefault)
         }
         setBusyTimeout(busyTimeout)
         // Setting temp_store does not read the database file, so it is safe right after the key.

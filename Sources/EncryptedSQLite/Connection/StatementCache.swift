@@ -4,6 +4,8 @@ extension Connection {
     ///
     /// Use it for SQL run many times (inserts in a loop, lookups by key) to skip re-parsing.
     /// Do not hold on to the statement across calls that may ask for the same SQL again.
+    /// Cached statements keep the connection alive until it is closed; connections the library
+    /// hands out are closed when their ``EncryptedDatabase`` goes away.
     /// - Throws: ``SQLiteError`` for invalid SQL.
     public func cachedStatement(_ sql: String) throws -> Statement {
         if let statement = statementCache[sql] {

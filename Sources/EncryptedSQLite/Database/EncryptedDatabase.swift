@@ -76,6 +76,13 @@ public final class EncryptedDatabase: @unchecked Sendable {
         readers = try Self.makeReaderPool(writer: opened.connection, key: opened.key, path: path, options: options)
     }
 
+    /// Closes the writer and every reader. (Cached statements hold their connection, so
+    /// connections are closed explicitly rather than left to reference counting.)
+    deinit {
+        readers?.drain()
+        writer.close()
+    }
+
     /// What happened when the database was opened (and, after ``rotateToCurrentKey()``, that
     /// rotation).
     public var report: OpenReport {
@@ -207,25 +214,21 @@ public final class EncryptedDatabase: @unchecked Sendable {
         return ReaderPool(path: path, capacity: options.concurrentReaders, key: readerKey(for: key, writer: writer, path: path, logger: options.logger), busyTimeout: options.busyTimeout)
     }
 
-    /// The key for reader connections: the derived raw key plus salt when it provably opens the
-    /// file, else the key itself (which then costs a key derivation per reader).
-    private static func readerKey(for key: ResolvedKey, writer: Connection, path: String, logger: Logger) -> KeyMaterial {
-        // SQLCipher reports kdf_iter as text.
-        let iterations = (try? writer.queryValue("PRAGMA kdf_iter", as: DatabaseValue.self)).flatMap { value -> Int? in
-            switch value {
-            case .integer(let number): return Int(number)
-            case .text(let text): return Int(text)
-            default: return nil
-            }
-        }
-        guard let salt = DerivedKey.salt(ofFileAt: path), let iterations,
-              let derived = DerivedKey.keySpec(for: key.material, salt: salt, kdfIterations: iterations),
-              (try? KeyTrial(path: path, access: .readOnly, busyTimeout: .seconds(5)).open(with: ResolvedKey(id: key.id, material: derived))) != nil
+    /// The key for reader connections: the raw key plus salt the probe derived (no further
+    /// key derivation), checked to open the file; else the key itself, which then costs a key
+    /// derivation per reader.
+    private static func readerKey(for key: ResolvedKey, writer: Connection, path: String, logger: Logger) -> KeyMaterial? {
+        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: .seconds(5))
+        let keying = trial.keyingMaterial(for: key, settings: key.cipher)
+        guard keying.salt != nil, let material = keying.material,
+              (try? trial.open(with: ResolvedKey(id: key.id, material: material, cipher: key.cipher))) != nil
         else {
-            logger.warning("reader connections will each derive the key: the derived key could not be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
+            if key.material != nil {
+                logger.warning("reader connections will each derive the key: no derived key could be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
+            }
             return key.material
         }
-        return derived
+        return material
     }
 }
 

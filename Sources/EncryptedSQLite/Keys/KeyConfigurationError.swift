@@ -29,6 +29,13 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case keysFileInvalid(path: String, location: String, problem: String)
     /// The `Keys` file has a field this library does not know (often a typo).
     case unknownField(path: String, location: String, field: String, allowed: [String])
+    /// A `plaintext` entry that is not the first of several entries (it stands for the oldest state
+    /// of the file, and the current key must be a real key).
+    case plaintextEntryMisplaced(keyID: String, database: String)
+    /// A key's cipher settings are not values SQLCipher accepts.
+    case invalidCipherSettings(keyID: String, database: String, problem: String)
+    /// A Keys-file glob pattern matched nothing (with `--all`) or could not be read.
+    case globMatchedNothing(pattern: String, keysFile: String)
     /// The `Keys` file has no entry for this database.
     case databaseNotConfigured(database: String, keysFile: String, configured: [String])
 
@@ -53,9 +60,9 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \"\(keyID)\": key file \(path) is accessible by group or others (mode \(String(mode, radix: 8))); run: chmod 600 \(path)"
         case let .keySourceCount(keyID, database, sources, keysFile):
             if sources.isEmpty {
-                return "\(keysFile): database \(database), key \"\(keyID)\" has no material; give exactly one of passphrase, hex, env, file"
+                return "\(keysFile): database \(database), key \"\(keyID)\" has no material; give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
             }
-            return "\(keysFile): database \(database), key \"\(keyID)\" has several sources (\(sources.joined(separator: ", "))); give exactly one of passphrase, hex, env, file"
+            return "\(keysFile): database \(database), key \"\(keyID)\" has several sources (\(sources.joined(separator: ", "))); give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
         case .keysFileMissing(let path):
             return "Keys file \(path) does not exist; copy Keys.example to it, or point --keys / REKEY_KEYS_FILE at yours"
         case let .keysFileUnreadable(path, reason):
@@ -64,6 +71,12 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "Keys file \(path) is invalid at \(location): \(problem); see Keys.example for the expected shape"
         case let .unknownField(path, location, field, allowed):
             return "Keys file \(path) has an unknown field \"\(field)\" at \(location); allowed there: \(allowed.joined(separator: ", "))"
+        case let .plaintextEntryMisplaced(keyID, database):
+            return "\(database): key \"\(keyID)\" is a plaintext entry; it may only be the first (oldest) entry of a list that also has a real current key"
+        case let .invalidCipherSettings(keyID, database, problem):
+            return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem)"
+        case let .globMatchedNothing(pattern, keysFile):
+            return "Keys file \(keysFile): the pattern \(pattern) matches no file; check the path or remove the entry"
         case let .databaseNotConfigured(database, keysFile, configured):
             let list = configured.isEmpty ? "none" : configured.joined(separator: ", ")
             return "\(database) is not listed in Keys file \(keysFile) (it lists: \(list)); add an entry with its keys"

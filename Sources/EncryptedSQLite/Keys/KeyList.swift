@@ -15,6 +15,7 @@ import Foundation
 public struct KeyList: Sendable, CustomStringConvertible {
     /// The database this list belongs to, used in errors and logs.
     public let database: String
+    /// The encrypted keys, oldest first (without the plaintext entry).
     let keys: [ResolvedKey]
 
     /// Resolves and checks `keys` for `database`.
@@ -29,28 +30,47 @@ public struct KeyList: Sendable, CustomStringConvertible {
         guard !keys.isEmpty else { throw .emptyKeyList(database: database) }
         var seen = Set<String>()
         var resolved: [ResolvedKey] = []
-        for key in keys {
+        var plaintextID: String?
+        for (index, key) in keys.enumerated() {
             guard !key.id.trimmingCharacters(in: .whitespaces).isEmpty else {
-                throw .emptyKeyID(database: database, position: resolved.count + 1)
+                throw .emptyKeyID(database: database, position: index + 1)
             }
             guard seen.insert(key.id).inserted else { throw .duplicateKeyID(key.id, database: database) }
+            if case .plaintext = key.source {
+                guard index == 0, keys.count > 1 else { throw .plaintextEntryMisplaced(keyID: key.id, database: database) }
+                plaintextID = key.id
+                continue
+            }
+            if let problem = key.cipher.problem() {
+                throw .invalidCipherSettings(keyID: key.id, database: database, problem: problem)
+            }
             let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
-            if let twin = resolved.first(where: { $0.material.isSameSecret(as: material) }) {
+            let candidate = ResolvedKey(id: key.id, material: material, cipher: key.cipher, legacy: key.legacy)
+            // The same material is allowed only with different settings (a settings-only rotation).
+            if let twin = resolved.first(where: { $0.material!.isSameSecret(as: material) && $0.writesSameFormat(as: candidate) }) {
                 throw .duplicateKeyMaterial(keyID: key.id, sameAs: twin.id, database: database)
             }
-            resolved.append(ResolvedKey(id: key.id, material: material))
+            resolved.append(candidate)
         }
         self.database = database
         self.keys = resolved
+        self.plaintextKeyID = plaintextID
     }
 
-    /// The key ids, oldest first.
-    public var ids: [String] { keys.map(\.id) }
+    /// The id of the leading `plaintext` entry, when the list has one: unencrypted files are then
+    /// encrypted to the current key when opened.
+    public let plaintextKeyID: String?
+
+    /// The key ids, oldest first (the plaintext entry, when present, first).
+    public var ids: [String] { (plaintextKeyID.map { [$0] } ?? []) + keys.map(\.id) }
 
     /// The id of the current (last) key.
     public var currentID: String { current.id }
 
     var current: ResolvedKey { keys[keys.count - 1] }
+
+    /// The plaintext entry as a key without material.
+    var plaintextKey: ResolvedKey? { plaintextKeyID.map { ResolvedKey(id: $0, material: nil) } }
 
     /// The order in which keys are tried on a file: the current key first (the steady state after
     /// a rotation, so that an up-to-date file costs one key derivation), then the older keys from
@@ -59,6 +79,6 @@ public struct KeyList: Sendable, CustomStringConvertible {
 
     /// `KeyList(app.sqlite: 2024-01, 2025-06*)`; `*` marks the current key.
     public var description: String {
-        "KeyList(\(database): " + keys.map { $0.id == currentID ? "\($0.id)*" : $0.id }.joined(separator: ", ") + ")"
+        "KeyList(\(database): " + ids.map { $0 == currentID ? "\($0)*" : $0 }.joined(separator: ", ") + ")"
     }
 }

@@ -16,10 +16,20 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
     public let kind: Kind
     /// The bytes exactly as given to `sqlite3_key`: the passphrase's UTF-8 bytes, or `x'…'` text.
     let sqlcipherForm: SecretBytes
+    /// Raw keys derived from this material for particular files, shared by every copy.
+    let derivations = DerivationCache()
 
     init(kind: Kind, sqlcipherForm: SecretBytes) {
         self.kind = kind
         self.sqlcipherForm = sqlcipherForm
+    }
+
+    /// The raw key plus salt that this material gives for a file with `salt` and `iterations`
+    /// of PBKDF2, derived at most once per material and file (see ``DerivedKey``).
+    func derived(forSalt salt: [UInt8], iterations: Int) -> KeyMaterial? {
+        derivations.value(salt: salt, iterations: iterations) {
+            DerivedKey.keySpec(for: self, salt: salt, kdfIterations: iterations)
+        }
     }
 
     /// A passphrase, used byte for byte (UTF-8), including any spaces, quotes or non-ASCII text.

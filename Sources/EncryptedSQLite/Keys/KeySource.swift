@@ -27,6 +27,9 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
     case file(path: String, format: KeyFormat = .passphrase)
     /// Material you already hold.
     case material(KeyMaterial)
+    /// No key: the database is an unencrypted SQLite file. Allowed only as the first (oldest)
+    /// entry of a key list, so that opening encrypts such a file to the current key.
+    case plaintext
 
     /// A short, secret-free name of the source.
     public var description: String {
@@ -36,6 +39,7 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
         case let .environment(variable, format): return "env \(variable) (\(format.rawValue))"
         case let .file(path, format): return "file \(path) (\(format.rawValue))"
         case .material(let material): return "material (\(material.kind.rawValue))"
+        case .plaintext: return "plaintext (no encryption)"
         }
     }
 
@@ -52,23 +56,66 @@ public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable 
     public let id: String
     /// Where the material comes from.
     public let source: KeySource
+    /// The cipher settings of the files this key wrote (or, for the current key, will write).
+    public let cipher: CipherSettings
+    /// `true` for files written by SQLCipher 1.x or 2.x (`kdf_iter` 4000, with or without HMAC):
+    /// the key is tried with those settings, and a file it opens is upgraded to the current key
+    /// and settings through the verified export path.
+    public let legacy: Bool
 
-    /// A key with a label and a source.
-    public init(id: String, source: KeySource) {
+    /// A key with a label, a source, and optionally the cipher settings of its files.
+    public init(id: String, source: KeySource, cipher: CipherSettings = .engineDefault, legacy: Bool = false) {
         self.id = id
         self.source = source
+        self.cipher = cipher
+        self.legacy = legacy
+    }
+
+    /// The entry for unencrypted files (the oldest entry of a key list only).
+    public static func plaintext(id: String) -> DatabaseKey {
+        DatabaseKey(id: id, source: .plaintext)
     }
 
     /// `DatabaseKey(id: "…", source: …)` without the secret.
-    public var description: String { "DatabaseKey(id: \(id.debugDescription), source: \(source))" }
+    public var description: String {
+        var text = "DatabaseKey(id: \(id.debugDescription), source: \(source)"
+        if !cipher.isEngineDefault { text += ", cipher: \(cipher)" }
+        if legacy { text += ", legacy" }
+        return text + ")"
+    }
     /// Shows the id and source name only.
     public var customMirror: Mirror { Mirror(self, children: ["id": id, "source": source.description]) }
 }
 
-/// A key whose source has been resolved to material.
+/// A key whose source has been resolved to material, with the settings its files use.
 struct ResolvedKey: Sendable {
     let id: String
-    let material: KeyMaterial
+    /// `nil` for the plaintext entry.
+    let material: KeyMaterial?
+    let cipher: CipherSettings
+    let legacy: Bool
+
+    init(id: String, material: KeyMaterial?, cipher: CipherSettings = .engineDefault, legacy: Bool = false) {
+        self.id = id
+        self.material = material
+        self.cipher = cipher
+        self.legacy = legacy
+    }
+
+    /// `true` when a file written with `self` and with `other` would have the same format
+    /// (same effective page size, KDF iterations and HMAC; legacy keys never match).
+    func writesSameFormat(as other: ResolvedKey) -> Bool {
+        !legacy && !other.legacy && cipher.effective == other.cipher.effective
+    }
+
+    /// `true` for the plaintext entry.
+    var isPlaintext: Bool { material == nil }
+
+    /// The settings to try when opening a file with this key: the legacy variants for a legacy
+    /// key (unless settings were given), else exactly the configured settings.
+    var settingsToTry: [CipherSettings] {
+        legacy && cipher.isEngineDefault ? CipherSettings.legacyVariants : [cipher]
+    }
 }
 
 /// Reads key material from its source.
@@ -87,6 +134,8 @@ enum KeySourceResolver {
             return try wrap { () throws(KeyMaterialProblem) in try KeyMaterial.rawKey(hex: text) }
         case .material(let material):
             return material
+        case .plaintext:
+            preconditionFailure("the plaintext entry has no material; KeyList handles it")
         case let .environment(variable, format):
             guard let value = environment[variable] else {
                 throw .environmentVariableUnset(variable: variable, keyID: key.id, database: database)

@@ -26,6 +26,16 @@ public struct KeysFile: Sendable {
         public let path: String
         /// The keys, oldest first.
         public let keys: [DatabaseKey]
+
+        /// `true` when ``path`` is a glob pattern (`*`, `?` or `[…]`) naming many databases that
+        /// share one key list, such as `tenants/*.sqlite`.
+        public var isPattern: Bool { KeysFile.isPattern(configuredPath) }
+
+        /// `true` when this entry names `absolutePath` (equal path, or matched by the pattern).
+        func names(_ absolutePath: String, canonical: String) -> Bool {
+            guard isPattern else { return KeysFile.canonical(path) == canonical }
+            return fnmatch(path, absolutePath, FNM_PATHNAME) == 0 || fnmatch(path, canonical, FNM_PATHNAME) == 0
+        }
     }
 
     /// The path the file was read from.
@@ -90,12 +100,21 @@ public struct KeysFile: Sendable {
                 guard sources.count == 1 else {
                     throw .keySourceCount(keyID: key.id, database: database.path, sources: sources, keysFile: path)
                 }
+                let location = "databases[\(index)], key \"\(key.id)\""
                 if key.format != nil && key.env == nil && key.file == nil {
-                    throw .keysFileInvalid(path: path, location: "databases[\(index)], key \"\(key.id)\"", problem: "format applies to env and file keys only")
+                    throw .keysFileInvalid(path: path, location: location, problem: "format applies to env and file keys only")
+                }
+                if key.plaintext == false {
+                    throw .keysFileInvalid(path: path, location: location, problem: "plaintext may only be true (leave it out for an encrypted key)")
+                }
+                if key.plaintext == true && (key.cipher != nil || key.legacy != nil) {
+                    throw .keysFileInvalid(path: path, location: location, problem: "a plaintext entry has no cipher settings and is not legacy")
                 }
                 let format = key.format ?? .passphrase
                 let source: KeySource
-                if let passphrase = key.passphrase {
+                if key.plaintext == true {
+                    source = .plaintext
+                } else if let passphrase = key.passphrase {
                     source = .passphrase(passphrase)
                 } else if let hex = key.hex {
                     source = .hex(hex)
@@ -107,7 +126,7 @@ public struct KeysFile: Sendable {
                 } else {
                     source = .file(path: Self.absolute(key.file ?? "", base: baseDirectory), format: format)
                 }
-                keys.append(DatabaseKey(id: key.id, source: source))
+                keys.append(DatabaseKey(id: key.id, source: source, cipher: key.cipher?.settings ?? .engineDefault, legacy: key.legacy ?? false))
             }
             entries.append(Entry(configuredPath: database.path, path: absolute, keys: keys))
         }
@@ -116,9 +135,47 @@ public struct KeysFile: Sendable {
 
     /// The entry for a database path, compared after making both paths absolute and resolving
     /// symbolic links in their folders.
+    /// A path named exactly wins over a glob pattern that also matches it; among patterns, the
+    /// first in file order wins.
     public func entry(forDatabase databasePath: String) -> Entry? {
         let wanted = Self.canonical(databasePath)
-        return entries.first { Self.canonical($0.path) == wanted }
+        let absolute = Self.absolute(databasePath, base: FileManager.default.currentDirectoryPath)
+        return entries.first { !$0.isPattern && $0.names(absolute, canonical: wanted) }
+            ?? entries.first { $0.isPattern && $0.names(absolute, canonical: wanted) }
+    }
+
+    /// Every database the file names, in file order: exact paths as written (whether or not the
+    /// file exists), glob patterns expanded to the regular files they match now (sorted, without
+    /// this library's temporary files). A path is listed once.
+    public func allDatabasePaths() -> [String] {
+        var seen = Set<String>()
+        var paths: [String] = []
+        for entry in entries {
+            let matches = entry.isPattern ? Self.expand(entry.path) : [entry.path]
+            for path in matches where seen.insert(path).inserted { paths.append(path) }
+        }
+        return paths
+    }
+
+    static func isPattern(_ path: String) -> Bool {
+        path.contains { $0 == "*" || $0 == "?" || $0 == "[" }
+    }
+
+    /// The regular files matching `pattern`, sorted; never hidden files (temporaries start with a dot).
+    static func expand(_ pattern: String) -> [String] {
+        var result = glob_t()
+        defer { globfree(&result) }
+        guard glob(pattern, 0, nil, &result) == 0 else { return [] }
+        var paths: [String] = []
+        for index in 0..<Int(result.gl_pathc) {
+            guard let cPath = result.gl_pathv[index] else { continue }
+            let path = String(cString: cPath)
+            var status = stat()
+            guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard !(path.hasSuffix("-journal") || path.hasSuffix("-wal") || path.hasSuffix("-shm")) else { continue }
+            paths.append(path)
+        }
+        return paths.sorted()
     }
 
     /// Resolves the key list of one database.
@@ -285,8 +342,11 @@ struct KeyDocument: Decodable {
     let env: String?
     let file: String?
     let format: KeyFormat?
+    let plaintext: Bool?
+    let cipher: CipherDocument?
+    let legacy: Bool?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, format }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, format, plaintext, cipher, legacy }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
@@ -297,9 +357,31 @@ struct KeyDocument: Decodable {
         env = try container.decodeIfPresent(String.self, forKey: .env)
         file = try container.decodeIfPresent(String.self, forKey: .file)
         format = try container.decodeIfPresent(KeyFormat.self, forKey: .format)
+        plaintext = try container.decodeIfPresent(Bool.self, forKey: .plaintext)
+        cipher = try container.decodeIfPresent(CipherDocument.self, forKey: .cipher)
+        legacy = try container.decodeIfPresent(Bool.self, forKey: .legacy)
     }
 
     var presentSources: [String] {
         [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file)].compactMap { $0.1 == nil ? nil : $0.0 }
+            + (plaintext == true ? ["plaintext"] : [])
+    }
+}
+
+/// `cipher: {kdf_iter: 4000, page_size: 1024, use_hmac: false}` on a key entry.
+struct CipherDocument: Decodable {
+    let settings: CipherSettings
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case kdfIter = "kdf_iter", pageSize = "page_size", useHMAC = "use_hmac"
+    }
+
+    init(from decoder: any Decoder) throws {
+        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        settings = CipherSettings(
+            kdfIterations: try container.decodeIfPresent(Int.self, forKey: .kdfIter),
+            pageSize: try container.decodeIfPresent(Int.self, forKey: .pageSize),
+            useHMAC: try container.decodeIfPresent(Bool.self, forKey: .useHMAC))
     }
 }

@@ -22,7 +22,7 @@ struct DatabaseCreation {
         let temporary = folder + "/.\(name).\(UUID().uuidString.prefix(8)).creating"
         defer { FileSystem.removeIfPresent(temporary) }
         do {
-            let connection = try Connection(path: temporary, access: .readWrite, create: true, key: key.material, busyTimeout: busyTimeout)
+            let connection = try Connection(path: temporary, access: .readWrite, create: true, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
             // SQLite writes nothing until the first change: make it write page 1 now.
             try connection.execute("PRAGMA user_version = 0")
             try connection.execute("BEGIN IMMEDIATE; CREATE TABLE __encryptedsqlite_init(x); DROP TABLE __encryptedsqlite_init; COMMIT")

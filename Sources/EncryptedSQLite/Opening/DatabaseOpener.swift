@@ -16,6 +16,12 @@ struct DatabaseOpener {
     func open() throws(EncryptedDatabaseError) -> Opened {
         let stopwatch = Stopwatch()
         var created = false
+        if !options.readOnly {
+            let removed = ExportRotation.removeStaleTemporaries(of: path)
+            if !removed.isEmpty {
+                options.logger.notice("removed temporaries of an interrupted export", metadata: ["path": "\(path)", "files": "\(removed.count)"])
+            }
+        }
         if options.createIfMissing, !options.readOnly, case .missing = DatabaseFileKind.inspect(path: path) {
             created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger).run()
         }
@@ -32,7 +38,7 @@ struct DatabaseOpener {
                 throw .rotationNeeded(path: path, openedWith: outcome.key.id, currentKeyID: keys.currentID)
             }
             if options.rotateToCurrentKey {
-                (connection, rotation) = try rotator().run(connection: connection, from: outcome.key, to: keys.current)
+                (connection, rotation) = try rotate(connection, from: outcome.key)
                 key = keys.current
             }
         }
@@ -47,7 +53,18 @@ struct DatabaseOpener {
         if options.readOnly {
             throw .rotationNeeded(path: path, openedWith: from.id, currentKeyID: keys.currentID)
         }
+        if Self.needsExport(from: from, to: keys.current) {
+            return try ExportRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger)
+                .run(connection: connection, from: from, to: keys.current)
+        }
         return try rotator().run(connection: connection, from: from, to: keys.current)
+    }
+
+    /// A plaintext file, a legacy (SQLCipher 1.x/2.x) file, or a change of page size, KDF
+    /// iterations or HMAC needs the export path: an in-place rekey keeps the file's settings
+    /// (and does nothing at all for a plaintext file).
+    static func needsExport(from: ResolvedKey, to: ResolvedKey) -> Bool {
+        from.isPlaintext || !from.writesSameFormat(as: to)
     }
 
     /// Which key opens the file, without writing anything.

@@ -18,6 +18,12 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     case plaintextDatabase(path: String)
     /// None of the configured keys opens the file.
     case noKeyOpens(path: String, triedKeyIDs: [String])
+    /// The file was written by SQLCipher 4 with its default settings, and key `keyID` is the right
+    /// key for it (checked against the file's salt and page-1 HMAC), but the linked SQLCipher 3.4.1
+    /// cannot read that format.
+    case sqlcipher4File(path: String, keyID: String, triedKeyIDs: [String])
+    /// The target of an export or decrypted copy already exists; it is never overwritten.
+    case targetExists(path: String)
     /// Another connection or process holds a lock on the database for longer than the busy timeout.
     case busy(path: String, detail: String)
     /// The file needs a write (rotation, creation) but the file or its folder cannot be written.
@@ -59,7 +65,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     public var category: Category {
         switch self {
         case .fileNotFound: return .missingFile
-        case .notARegularFile, .emptyFile, .fileTooShort, .plaintextDatabase, .noKeyOpens: return .unreadableContent
+        case .notARegularFile, .emptyFile, .fileTooShort, .plaintextDatabase, .noKeyOpens, .sqlcipher4File: return .unreadableContent
+        case .targetExists: return .permission
         case .permissionDenied, .readOnly: return .permission
         case .busy: return .busy
         case .rotationNeeded: return .needsRotation
@@ -73,7 +80,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         switch self {
         case let .fileNotFound(path), let .notARegularFile(path, _), let .permissionDenied(path, _),
              let .emptyFile(path), let .fileTooShort(path, _), let .plaintextDatabase(path),
-             let .noKeyOpens(path, _), let .busy(path, _), let .readOnly(path, _),
+             let .noKeyOpens(path, _), let .sqlcipher4File(path, _, _), let .targetExists(path),
+             let .busy(path, _), let .readOnly(path, _),
              let .rotationNeeded(path, _, _), let .rotationNotApplied(path, _, _, _),
              let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
              let .migrationFailed(path, _):
@@ -95,9 +103,13 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case let .fileTooShort(path, bytes):
             return "\(path): only \(bytes) bytes, too short to be a database (at least 512); it is damaged or not a database"
         case .plaintextDatabase(let path):
-            return "\(path): this is an unencrypted SQLite database, which none of the keys applies to; encrypt it first (export it with the sqlcipher shell's sqlcipher_export into an encrypted copy)"
+            return "\(path): this is an unencrypted SQLite database and its key list has no plaintext entry; to encrypt it to the current key on the next open, add `plaintext: true` as the first (oldest) key entry in the Keys file (or DatabaseKey.plaintext(id:) first in the key list). Nothing was changed."
         case let .noKeyOpens(path, tried):
             return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", "))). Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Nothing was changed."
+        case let .sqlcipher4File(path, keyID, tried):
+            return "\(path): key \"\(keyID)\" is correct but this is a SQLCipher 4 file (written with SQLCipher 4's default settings); the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read it (tried: \(tried.joined(separator: ", "))). Convert it with SQLCipher 4 (open it there with key \"\(keyID)\", ATTACH a new file with PRAGMA cipher_compatibility = 3 and sqlcipher_export into it), or link SQLCipher 4. Nothing was changed."
+        case .targetExists(let path):
+            return "\(path): already exists; it is never overwritten. Choose a new path or remove the file yourself."
         case let .busy(path, detail):
             return "\(path): the database is locked by another connection or process (\(detail)); try again when it is idle, or raise the busy timeout. Nothing was changed."
         case let .readOnly(path, reason):

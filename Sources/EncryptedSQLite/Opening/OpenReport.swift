@@ -49,7 +49,7 @@ public struct RotationReport: Sendable, Equatable, Codable {
     public let journalMode: String
     /// The file size in bytes.
     public let bytes: Int64
-    /// Rewriting every page with the new key.
+    /// Rewriting every page with the new key (in place, or the export into the new file).
     public let rekeyDuration: Duration
     /// Verifying on a fresh connection.
     public let verifyDuration: Duration
@@ -57,4 +57,14 @@ public struct RotationReport: Sendable, Equatable, Codable {
     public let verification: RotationVerification
     /// The whole rotation.
     public let totalDuration: Duration
+    /// How the file was rewritten.
+    public let method: RotationMethod
+}
+
+/// How a rotation rewrote the file.
+public enum RotationMethod: String, Sendable, Codable {
+    /// `sqlite3_rekey` in one transaction, in place (same cipher settings, key change only).
+    case inPlace
+    /// Export to a new file, verification, atomic swap (plaintext, legacy or settings change).
+    case export
 }

@@ -46,7 +46,7 @@ struct InPlaceRotation {
 
         logger.notice("rotating database key", metadata: ["path": "\(path)", "from": "\(from.id)", "to": "\(to.id)", "journal_mode": "\(journalMode)", "bytes": "\(bytes)"])
         let rekeyTime = Stopwatch()
-        let outcome = connection.rekey(to: to.material)
+        let outcome = connection.rekey(to: to.material!)
         if journalMode == "wal" {
             // Move the re-encrypted pages from the WAL into the database file. A checkpoint that
             // cannot finish (a reader holds an old snapshot) is not an error: the WAL is valid.
@@ -64,7 +64,7 @@ struct InPlaceRotation {
         let report = RotationReport(
             fromKeyID: from.id, toKeyID: to.id, journalMode: journalMode, bytes: bytes,
             rekeyDuration: rekeyDuration, verifyDuration: verifyTime.elapsed, verification: verification,
-            totalDuration: total.elapsed)
+            totalDuration: total.elapsed, method: .inPlace)
         logger.notice("rotated database key", metadata: [
             "path": "\(path)", "from": "\(from.id)", "to": "\(to.id)",
             "rekey_ms": "\(Int(rekeyDuration.milliseconds))", "verify_ms": "\(Int(report.verifyDuration.milliseconds))",

@@ -50,6 +50,13 @@ enum FileSystem {
         return Int64(status.st_size)
     }
 
+    /// A file's permission bits, or `nil` when it cannot be read.
+    static func permissions(of path: String) -> mode_t? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+
     /// The folder that holds `path`.
     static func folder(of path: String) -> String {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -67,4 +74,80 @@ struct FileSystemError: Error, CustomStringConvertible {
     }
 
     var description: String { "\(operation): \(String(cString: strerror(code)))" }
+}
+
+/// The durable file-system steps of the export path (fsync, rename, link, unlink), as a value
+/// that can be replaced: tests and a later fault-injection layer pass their own to simulate
+/// failures or power loss at each step. ``system`` does the real thing.
+struct FileOperations: Sendable {
+    /// Flushes a file's data and metadata.
+    var fsync: @Sendable (_ path: String) throws(FileSystemError) -> Void
+    /// Flushes a folder's entries (after a rename, link or unlink in it).
+    var fsyncDirectory: @Sendable (_ path: String) throws(FileSystemError) -> Void
+    /// Atomically replaces `target` with `source` (same folder).
+    var rename: @Sendable (_ source: String, _ target: String) throws(FileSystemError) -> Void
+    /// Links `source` to `target`, failing with `EEXIST` rather than replacing `target`.
+    var linkWithoutReplacing: @Sendable (_ source: String, _ target: String) throws(FileSystemError) -> Void
+    /// Removes a name; a missing one is not an error.
+    var removeIfPresent: @Sendable (_ path: String) -> Void
+
+    /// The real system calls.
+    static let system = FileOperations(
+        fsync: { path throws(FileSystemError) in try FileSystem.fsync(path: path) },
+        fsyncDirectory: { path throws(FileSystemError) in try FileSystem.fsyncDirectory(path) },
+        rename: { source, target throws(FileSystemError) in
+            guard Foundation.rename(source, target) == 0 else {
+                throw .failed(operation: "rename \(source) to \(target)", errno: errno)
+            }
+        },
+        linkWithoutReplacing: { source, target throws(FileSystemError) in try FileSystem.linkWithoutReplacing(source, to: target) },
+        removeIfPresent: { path in FileSystem.removeIfPresent(path) })
+}
+
+/// A new file created exclusively and held with an exclusive `flock` while it is being written,
+/// so that a later run can tell a stale leftover (no live process holds it) from a file another
+/// process is still writing. `flock` locks are independent of SQLite's `fcntl` locks on Linux.
+final class LockedNewFile {
+    let path: String
+    private var descriptor: Int32
+
+    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed, and locks it.
+    init(path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(descriptor)
+            unlink(path)
+            throw .failed(operation: "lock \(path)", errno: code)
+        }
+        _ = fchmod(descriptor, mode)
+        var status = stat()
+        if let owner, stat(owner, &status) == 0 {
+            _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
+        }
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    /// Releases the lock (the file stays).
+    func unlock() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { unlock() }
+
+    /// `true` when no process holds `path` locked (so it is a leftover of a dead process).
+    static func isAbandoned(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        flock(descriptor, LOCK_UN)
+        return true
+    }
 }

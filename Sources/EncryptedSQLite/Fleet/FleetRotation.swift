@@ -1,0 +1,264 @@
+import Foundation
+
+/// One database of a fleet, with its key list or the reason its key list could not be built (a
+/// fleet run reports that file as failed and goes on with the others).
+public struct FleetDatabase: Sendable {
+    /// The database path.
+    public let path: String
+    /// Its key list, or the configuration error.
+    public let keys: Result<KeyList, KeyConfigurationError>
+
+    /// A database and its key list.
+    public init(path: String, keys: KeyList) {
+        self.path = path
+        self.keys = .success(keys)
+    }
+
+    /// A database whose key list could not be built.
+    public init(path: String, keyError: KeyConfigurationError) {
+        self.path = path
+        self.keys = .failure(keyError)
+    }
+
+    /// Every database `keysFile` names (exact entries and glob matches, see
+    /// ``KeysFile/allDatabasePaths()``), each with its key list.
+    public static func all(in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) -> [FleetDatabase] {
+        keysFile.allDatabasePaths().map { named($0, in: keysFile, environment: environment) }
+    }
+
+    /// `path` with its key list from `keysFile`.
+    public static func named(_ path: String, in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) -> FleetDatabase {
+        do {
+            return FleetDatabase(path: path, keys: try keysFile.keyList(forDatabase: path, environment: environment))
+        } catch {
+            return FleetDatabase(path: path, keyError: error)
+        }
+    }
+}
+
+/// Why one database of a fleet failed.
+public enum FleetFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Its key list could not be built.
+    case keys(KeyConfigurationError)
+    /// Opening, checking or rotating it failed.
+    case database(EncryptedDatabaseError)
+
+    /// The underlying error's description (file, key ids, what to do; never key material).
+    public var description: String {
+        switch self {
+        case .keys(let error): return error.description
+        case .database(let error): return error.description
+        }
+    }
+}
+
+/// What happened to one database of a fleet.
+public enum FleetResult: Sendable {
+    /// It was on an older key (or plaintext, or other settings) and is now on the current key.
+    case rotated(OpenReport)
+    /// It was already on the current key; nothing was written.
+    case alreadyCurrent(OpenReport)
+    /// A check-only run: which key opens it (``KeyCheck/needsRotation`` tells whether it is current).
+    case checked(KeyCheck)
+    /// It failed; the file is unchanged (or, for a failure after a swap, on the current key).
+    case failed(FleetFailure)
+
+    /// `true` for ``failed(_:)``.
+    public var isFailure: Bool {
+        if case .failed = self { return true }
+        return false
+    }
+}
+
+/// One database's result, with its size and how long it took.
+public struct FleetOutcome: Sendable {
+    /// The database path.
+    public let path: String
+    /// What happened.
+    public let result: FleetResult
+    /// The file's size before the run (0 when it could not be read).
+    public let bytes: Int64
+    /// How long this database took.
+    public let duration: Duration
+}
+
+/// Where a fleet run stands, passed to the progress callback after each database.
+public struct FleetProgress: Sendable {
+    /// Databases finished so far.
+    public let done: Int
+    /// Databases in the run.
+    public let total: Int
+    /// Bytes of the finished databases.
+    public let bytesDone: Int64
+    /// Bytes of all databases.
+    public let bytesTotal: Int64
+    /// Time since the run started.
+    public let elapsed: Duration
+    /// Failures so far.
+    public let failed: Int
+
+    /// Databases per second so far.
+    public var filesPerSecond: Double {
+        let seconds = elapsed.milliseconds / 1000
+        return seconds > 0 ? Double(done) / seconds : 0
+    }
+
+    /// The estimated time left, from the byte rate so far (the file rate when no bytes are known).
+    public var estimatedRemaining: Duration? {
+        guard done > 0, done < total else { return done >= total ? .zero : nil }
+        let seconds = elapsed.milliseconds / 1000
+        let fraction = bytesTotal > 0 && bytesDone > 0 ? Double(bytesDone) / Double(bytesTotal) : Double(done) / Double(total)
+        guard fraction > 0 else { return nil }
+        return .milliseconds(Int64(seconds * (1 - fraction) / fraction * 1000))
+    }
+}
+
+/// The result of a fleet run: every database's outcome, in the order given.
+public struct FleetReport: Sendable {
+    /// The outcomes, in the order the databases were given.
+    public let outcomes: [FleetOutcome]
+    /// The whole run.
+    public let duration: Duration
+    /// How many workers ran at once.
+    public let jobs: Int
+
+    /// Databases rotated in this run.
+    public var rotated: Int { outcomes.filter { if case .rotated = $0.result { return true } else { return false } }.count }
+    /// Databases already on the current key (for a check-only run: found current).
+    public var alreadyCurrent: Int {
+        outcomes.filter {
+            switch $0.result {
+            case .alreadyCurrent: return true
+            case .checked(let check): return !check.needsRotation
+            default: return false
+            }
+        }.count
+    }
+    /// Check-only runs: databases that need rotation.
+    public var needingRotation: Int { outcomes.filter { if case .checked(let check) = $0.result { return check.needsRotation } else { return false } }.count }
+    /// The failed databases with their reasons.
+    public var failures: [(path: String, failure: FleetFailure)] {
+        outcomes.compactMap { if case .failed(let failure) = $0.result { return ($0.path, failure) } else { return nil } }
+    }
+    /// `true` when no database failed.
+    public var succeeded: Bool { failures.isEmpty }
+}
+
+/// Rotates (or checks) many databases with a bounded number of worker threads, for a `rekey`
+/// run over a fleet or a server that keeps one database per tenant.
+///
+/// Each database is handled exactly as ``EncryptedDatabase`` opens it (or as
+/// ``EncryptedDatabase/check(path:keys:busyTimeout:)`` checks it): find the key, rotate when it is an
+/// older one, verify. Databases are independent: one failing does not stop the others. Running
+/// again after an interruption costs one key attempt per database already on the current key.
+///
+/// ```swift
+/// let keysFile = try KeysFile.load(path: "Keys")
+/// let report = FleetRotation(databases: FleetDatabase.all(in: keysFile), jobs: 4).run { progress, outcome in
+///     print("\(progress.done)/\(progress.total) \(outcome.path)")
+/// }
+/// print(report.rotated, report.alreadyCurrent, report.failures.count)
+/// ```
+public struct FleetRotation: Sendable {
+    /// The databases, in the order their outcomes are reported.
+    public let databases: [FleetDatabase]
+    /// How many databases are worked on at once (at least 1).
+    public let jobs: Int
+    /// How each database is opened (busy timeout, verification, logger; `readOnly` is ignored).
+    public let options: OpenOptions
+    /// Only find which key opens each file; write nothing.
+    public let checkOnly: Bool
+
+    /// A run over `databases` with `jobs` workers.
+    public init(databases: [FleetDatabase], jobs: Int = 2, options: OpenOptions = OpenOptions(), checkOnly: Bool = false) {
+        self.databases = databases
+        self.jobs = max(1, jobs)
+        self.options = options
+        self.checkOnly = checkOnly
+    }
+
+    /// Runs the fleet. `progress` is called once per finished database, one call at a time (from
+    /// worker threads), with the run's state and that database's outcome.
+    public func run(progress: @escaping @Sendable (FleetProgress, FleetOutcome) -> Void = { _, _ in }) -> FleetReport {
+        let stopwatch = Stopwatch()
+        let sizes = databases.map { FileSystem.size(of: $0.path) ?? 0 }
+        let state = FleetState(count: databases.count, bytesTotal: sizes.reduce(0, +))
+        let workers = min(jobs, max(1, databases.count))
+        let group = DispatchGroup()
+        for _ in 0..<workers {
+            group.enter()
+            let thread = Thread { [self] in
+                defer { group.leave() }
+                while let index = state.nextIndex() {
+                    let outcome = process(databases[index], bytes: sizes[index])
+                    state.finish(index, outcome, elapsed: stopwatch.elapsed, report: progress)
+                }
+            }
+            thread.stackSize = 4 << 20
+            thread.start()
+        }
+        group.wait()
+        return FleetReport(outcomes: state.outcomes(), duration: stopwatch.elapsed, jobs: workers)
+    }
+
+    private func process(_ database: FleetDatabase, bytes: Int64) -> FleetOutcome {
+        let stopwatch = Stopwatch()
+        let result: FleetResult
+        switch database.keys {
+        case .failure(let error):
+            result = .failed(.keys(error))
+        case .success(let keys):
+            do {
+                if checkOnly {
+                    result = .checked(try EncryptedDatabase.check(path: database.path, keys: keys, busyTimeout: options.busyTimeout))
+                } else {
+                    var open = options
+                    open.readOnly = false
+                    let report = try EncryptedDatabase(path: database.path, keys: keys, options: open).report
+                    result = report.rotated ? .rotated(report) : .alreadyCurrent(report)
+                }
+            } catch {
+                result = .failed(.database(error))
+            }
+        }
+        return FleetOutcome(path: database.path, result: result, bytes: bytes, duration: stopwatch.elapsed)
+    }
+}
+
+/// The shared state of a fleet run's workers. Every member is used with `lock` held.
+private final class FleetState: @unchecked Sendable {
+    private let lock = NSLock()
+    private var next = 0
+    private var done = 0
+    private var failed = 0
+    private var bytesDone: Int64 = 0
+    private let bytesTotal: Int64
+    private var results: [FleetOutcome?]
+
+    init(count: Int, bytesTotal: Int64) {
+        results = Array(repeating: nil, count: count)
+        self.bytesTotal = bytesTotal
+    }
+
+    func nextIndex() -> Int? {
+        lock.withLock {
+            guard next < results.count else { return nil }
+            defer { next += 1 }
+            return next
+        }
+    }
+
+    func finish(_ index: Int, _ outcome: FleetOutcome, elapsed: Duration, report: (FleetProgress, FleetOutcome) -> Void) {
+        lock.withLock {
+            results[index] = outcome
+            done += 1
+            bytesDone += outcome.bytes
+            if outcome.result.isFailure { failed += 1 }
+            report(FleetProgress(done: done, total: results.count, bytesDone: bytesDone, bytesTotal: bytesTotal, elapsed: elapsed, failed: failed), outcome)
+        }
+    }
+
+    func outcomes() -> [FleetOutcome] {
+        lock.withLock { results.compactMap { $0 } }
+    }
+}

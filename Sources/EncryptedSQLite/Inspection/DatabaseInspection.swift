@@ -1,0 +1,136 @@
+import Foundation
+
+/// A database file's state, read without changing anything.
+public struct DatabaseState: Sendable, Equatable, Codable {
+    /// The database path.
+    public let path: String
+    /// The file's size in bytes.
+    public let bytes: Int64
+    /// `true` for an unencrypted SQLite file.
+    public let plaintext: Bool
+    /// The id of the key (or plaintext entry) that opens the file.
+    public let openedWithKeyID: String
+    /// The id of the current key.
+    public let currentKeyID: String
+    /// `true` when the file is not on the current key and its settings.
+    public let needsRotation: Bool
+    /// How a rotation would rewrite the file (`nil` when none is needed).
+    public let rotationMethod: RotationMethod?
+    /// The journal mode (`delete`, `wal`, …).
+    public let journalMode: String
+    /// The page size in bytes.
+    public let pageSize: Int
+    /// The number of pages.
+    public let pageCount: Int
+    /// PBKDF2 iterations of the settings that opened the file (`nil` for plaintext).
+    public let kdfIterations: Int?
+    /// Whether pages carry an HMAC (`nil` for plaintext).
+    public let useHMAC: Bool?
+    /// `true` when the key that opened the file is marked legacy (SQLCipher 1.x/2.x).
+    public let legacy: Bool
+    /// `PRAGMA user_version`.
+    public let userVersion: Int32
+    /// `PRAGMA application_id`.
+    public let applicationID: Int32
+    /// SQLite side files next to the database (`-journal`, `-wal`, `-shm`) that exist now.
+    public let sideFiles: [String]
+    /// The linked SQLCipher version.
+    public let engineVersion: String
+}
+
+/// Read-only tools over one database file: its state, a SQL dump, and a decrypted copy. None of
+/// them writes to the database; each opens it read-only with the key list (trying keys as
+/// ``EncryptedDatabase`` does) and never rotates it.
+public enum DatabaseInspection {
+    /// Which key opens the file and its journal mode, page size and count, KDF iterations, size
+    /// and other facts, without changing it.
+    /// - Throws: ``EncryptedDatabaseError`` as for opening (missing, no key opens it, …).
+    public static func state(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> DatabaseState {
+        let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
+        defer { outcome.connection.close() }
+        let key = outcome.key
+        let onCurrent = key.id == keys.currentID
+        do {
+            let db = outcome.connection
+            let settings = key.cipher.effective
+            return DatabaseState(
+                path: path, bytes: FileSystem.size(of: path) ?? 0, plaintext: key.isPlaintext,
+                openedWithKeyID: key.id, currentKeyID: keys.currentID, needsRotation: !onCurrent,
+                rotationMethod: onCurrent ? nil : (DatabaseOpener.needsExport(from: key, to: keys.current) ? .export : .inPlace),
+                journalMode: try db.journalMode(),
+                pageSize: try db.queryValue("PRAGMA page_size", as: Int.self) ?? 0,
+                pageCount: try db.queryValue("PRAGMA page_count", as: Int.self) ?? 0,
+                kdfIterations: key.isPlaintext ? nil : settings.kdfIterations,
+                useHMAC: key.isPlaintext ? nil : settings.useHMAC,
+                legacy: key.legacy,
+                userVersion: try db.userVersion(), applicationID: try db.applicationID(),
+                sideFiles: ["-journal", "-wal", "-shm"].filter { FileManager.default.fileExists(atPath: path + $0) },
+                engineVersion: SQLCipherEngine.linked.version)
+        } catch {
+            throw .ioFailure(path: path, operation: "reading the database's state", detail: "\(error)")
+        }
+    }
+
+    /// Writes the database as SQL text (see ``DatabaseDump``) to `output`, line by line.
+    /// - Throws: ``EncryptedDatabaseError`` as for opening, or when a read fails; whatever `output` throws.
+    public static func dump(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5), to output: (String) throws -> Void) throws {
+        let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
+        defer { outcome.connection.close() }
+        do {
+            try outcome.connection.execute("BEGIN")  // one consistent snapshot
+            try DatabaseDump.write(outcome.connection, to: output)
+            try outcome.connection.execute("COMMIT")
+        } catch let error as SQLiteError {
+            throw EncryptedDatabaseError.from(error, path: path, operation: "dumping the database")
+        }
+    }
+
+    /// Writes an unencrypted copy of the database to `target`, a new file: built under a temporary
+    /// name in `target`'s folder, verified (same schema, row counts, `user_version`,
+    /// `application_id`, `quick_check`), fsynced, and linked into place without ever replacing an
+    /// existing file. The copy holds the data in the clear: keep it somewhere safe and delete it
+    /// when done.
+    /// - Throws: ``EncryptedDatabaseError/targetExists(path:)`` when `target` exists, or as for opening.
+    public static func decryptedCopy(path: String, keys: KeyList, to target: String, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) {
+        guard case .missing = DatabaseFileKind.inspect(path: target) else { throw .targetExists(path: target) }
+        let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
+        defer { outcome.connection.close() }
+        let exporter = ExportRotation(path: path, busyTimeout: busyTimeout, verification: .quickCheck, logger: OpenOptions().logger)
+        let facts: ExportRotation.SourceFacts
+        do {
+            try outcome.connection.execute("BEGIN")  // hold a read snapshot while copying
+            facts = try ExportRotation.SourceFacts(outcome.connection, journalMode: outcome.connection.journalMode())
+        } catch {
+            throw .ioFailure(path: path, operation: "reading the database", detail: "\(error)")
+        }
+        let files = FileOperations.system
+        let temporary = ExportRotation.temporaryPath(for: target)
+        let lock: LockedNewFile
+        do {
+            lock = try LockedNewFile(path: temporary, mode: 0o600, ownerOf: nil)
+        } catch {
+            throw .ioFailure(path: target, operation: "creating a temporary file", detail: error.description)
+        }
+        defer {
+            for suffix in ["-journal", "-wal", "-shm", ""] { files.removeIfPresent(temporary + suffix) }
+            lock.unlock()
+        }
+        let plaintext = ResolvedKey(id: "plaintext copy", material: nil)
+        try exporter.export(from: outcome.key, to: plaintext, into: temporary, original: facts, restoreWAL: false)
+        try exporter.verify(temporary, key: plaintext, against: facts)
+        do {
+            try files.fsync(temporary)
+            try files.linkWithoutReplacing(temporary, target)
+            files.removeIfPresent(temporary)
+            try files.fsyncDirectory(FileSystem.folder(of: target))
+        } catch where error.code == EEXIST {
+            throw .targetExists(path: target)
+        } catch {
+            throw .ioFailure(path: target, operation: "writing the decrypted copy", detail: error.description)
+        }
+    }
+
+    private static func probe(path: String, keys: KeyList, busyTimeout: Duration) throws(EncryptedDatabaseError) -> KeyProbe.Outcome {
+        try KeyProbe(keys: keys, trial: KeyTrial(path: path, access: .readOnly, busyTimeout: busyTimeout)).run()
+    }
+}

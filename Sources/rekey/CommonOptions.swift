@@ -1,0 +1,77 @@
+import ArgumentParser
+import EncryptedSQLite
+import Foundation
+import Logging
+
+/// The options every subcommand shares: the Keys file, the busy timeout, logging, and the guard
+/// that refuses unknown arguments without echoing them (they may be a key someone tried to pass).
+struct CommonOptions: ParsableArguments {
+    @Option(name: .customLong("keys"), help: ArgumentHelp("The Keys file (default: $\(Self.keysFileVariable), else ./Keys).", valueName: "path"))
+    var keysFile: String?
+
+    @Option(help: ArgumentHelp("Seconds to wait for another process's lock before failing.", valueName: "seconds"))
+    var busyTimeout: Double = 5
+
+    @Flag(name: .shortAndLong, help: "Log each step to standard error (key ids and timings, never key material).")
+    var verbose = false
+
+    /// Everything the parser does not know. Collected so that it is refused without being echoed.
+    @Argument(parsing: .allUnrecognized, help: .hidden)
+    var unrecognized: [String] = []
+
+    static let keysFileVariable = "REKEY_KEYS_FILE"
+
+    func validate() throws {
+        if !unrecognized.isEmpty {
+            let keyLike = unrecognized.contains { argument in
+                let name = argument.lowercased()
+                return ["--key", "--passphrase", "--password", "--hex", "--secret", "-k"].contains { name.hasPrefix($0) }
+            }
+            if keyLike {
+                throw ValidationError("key material is not accepted on the command line (it would show in the process list and shell history); put it in the Keys file, an environment variable or a key file")
+            }
+            throw ValidationError("\(unrecognized.count) unrecognized argument(s); they are not shown in case they hold a secret. See --help.")
+        }
+        if !(busyTimeout >= 0 && busyTimeout <= 86_400) {
+            throw ValidationError("--busy-timeout must be between 0 and 86400 seconds")
+        }
+    }
+
+    var keysPath: String { keysFile ?? ProcessInfo.processInfo.environment[Self.keysFileVariable] ?? "Keys" }
+    var timeout: Duration { .milliseconds(Int64(busyTimeout * 1000)) }
+
+    func bootstrapLogging() {
+        let level: Logger.Level = verbose ? .info : .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// Loads the Keys file, or prints why not and exits with the matching status.
+    func loadKeysFile() throws -> KeysFile {
+        do {
+            return try KeysFile.load(path: keysPath)
+        } catch {
+            FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
+            throw ExitCode(ExitStatus(error).code)
+        }
+    }
+
+    /// The key list of one database, or prints why not and exits with the matching status.
+    func keyList(for path: String, in keysFile: KeysFile) throws -> KeyList {
+        do {
+            return try keysFile.keyList(forDatabase: path)
+        } catch {
+            FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
+            throw ExitCode(ExitStatus(error).code)
+        }
+    }
+}
+
+/// Prints a database error and exits with its status.
+func fail(_ error: EncryptedDatabaseError) -> ExitCode {
+    FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
+    return ExitCode(ExitStatus(error).code)
+}
