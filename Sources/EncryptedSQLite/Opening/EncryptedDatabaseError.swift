@@ -119,7 +119,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case let .rotationNotApplied(path, from, to, detail):
             return "\(path): the rotation from key \"\(from)\" to \"\(to)\" did not take effect (\(detail)); the file still opens with \"\(from)\" and nothing was lost. Check free disk space, permissions and locks, then try again."
         case let .verificationFailed(path, keyID, detail):
-            return "\(path): after rotation to key \"\(keyID)\" the file failed verification (\(detail)). Do not delete any -journal or -wal file next to it; open it again to let SQLite recover, and report this."
+            return "\(path): the rotation to key \"\(keyID)\" failed verification (\(detail)). Keep every -journal and -wal file next to the database (SQLite needs them to recover), open it again with the full key list, and report this."
         case let .diskFull(path, detail):
             return "\(path): the disk or file-size limit is full (\(detail)); free space (a rotation needs room for a journal as large as the database) and try again. Nothing was lost."
         case let .ioFailure(path, operation, detail):
