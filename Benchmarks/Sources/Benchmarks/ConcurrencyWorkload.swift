@@ -98,12 +98,12 @@ struct ConcurrencyWorkload {
                         for op in 0..<opsPerTask {
                             if isWriter {
                                 try await database.write { db in
-                                    try db.cachedStatement(Self.insertSQL).execute(["task-\(task)-\(op)", Double(op)])
+                                    try db.cachedStatement(Self.insertSQL).execute(values: "task-\(task)-\(op)", Double(op))
                                 }
                             } else {
                                 let id = Int64(1 + (task * 7919 + op * 104_729) % Self.initialRows)
                                 _ = try await database.read { db in
-                                    try db.cachedStatement(Self.lookupSQL).fetchOne([id]).map { row in
+                                    try db.cachedStatement(Self.lookupSQL).fetchOne(values: id) { row in
                                         Item(id: try row.get(0), name: try row.get(1), score: try row.get(2))
                                     }
                                 }
@@ -143,9 +143,8 @@ final class SharedRawConnection: @unchecked Sendable {
     func insert(name: String, score: Double) throws {
         try lock.withLock {
             try db.exec("BEGIN IMMEDIATE")
-            rawBindText(insertStatement, 1, name)
             sqlite3_bind_double(insertStatement, 2, score)
-            let code = sqlite3_step(insertStatement)
+            let code = rawBindTextAndStep(insertStatement, 1, name)
             sqlite3_reset(insertStatement)
             guard code == SQLITE_DONE else {
                 try? db.exec("ROLLBACK")

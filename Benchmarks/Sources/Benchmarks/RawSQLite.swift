@@ -63,13 +63,25 @@ struct RawError: Error, CustomStringConvertible {
     var description: String { "SQLite error \(code): \(message)" }
 }
 
-/// Binds a Swift string as text (copied by SQLite: `SQLITE_TRANSIENT`, as any binding of a Swift
-/// string's bytes must be unless the statement also steps inside `withUTF8`).
+/// Binds a Swift string as text, copied by SQLite (`SQLITE_TRANSIENT`): for statements that step
+/// after the string's bytes are gone.
 func rawBindText(_ statement: OpaquePointer, _ index: Int32, _ text: String) {
     var text = text
     text.withUTF8 { buffer in
         _ = buffer.withMemoryRebound(to: CChar.self) {
             sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), rawTransient)
+        }
+    }
+}
+
+/// Binds a Swift string as text in place (`SQLITE_STATIC`: SQLite reads the caller's bytes, as a
+/// C program binds a buffer that outlives the step) and steps the statement while the bytes live.
+func rawBindTextAndStep(_ statement: OpaquePointer, _ index: Int32, _ text: String) -> Int32 {
+    var text = text
+    return text.withUTF8 { buffer in
+        buffer.withMemoryRebound(to: CChar.self) {
+            sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), nil)
+            return sqlite3_step(statement)
         }
     }
 }

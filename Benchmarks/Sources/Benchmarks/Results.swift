@@ -1,8 +1,9 @@
 import Foundation
 
 /// Seconds on the monotonic clock for `body`. Every timed region of the benchmark goes through
-/// this one function, so that `valgrind --tool=callgrind --toggle-collect='*timedRegion*'` counts
-/// the instructions of exactly what is timed (see `--profile`).
+/// this one function, so that callgrind can count the instructions of exactly what is timed:
+/// `--zero-before='*timedRegion*' --dump-after='*timedRegion*'` (see `--profile` and
+/// Benchmarks/README.md).
 @inline(never)
 func timedRegion(_ body: () throws -> Void) rethrows -> Double {
     let start = ContinuousClock.now

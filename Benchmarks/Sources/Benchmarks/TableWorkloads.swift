@@ -29,7 +29,8 @@ struct TableWorkloads {
         self.rows = rows
         self.lookups = lookups
         names = (0..<rows).map { "name-\($0)" }
-        var generator = SystemRandomNumberGenerator()
+        // The same ids on every run (a fixed seed), so that instruction counts repeat under callgrind.
+        var generator = SplitMix64(seed: 6)
         lookupIDs = (0..<lookups).map { _ in Int64.random(in: 1...Int64(rows), using: &generator) }
     }
 
@@ -53,9 +54,8 @@ struct TableWorkloads {
             let insert = try db.prepare(Self.insertSQL)
             for index in 0..<rows {
                 sqlite3_bind_int64(insert, 1, Int64(index + 1))
-                rawBindText(insert, 2, names[index])
                 sqlite3_bind_double(insert, 3, score(index))
-                guard sqlite3_step(insert) == SQLITE_DONE else { throw db.error(sqlite3_errcode(db.handle), Self.insertSQL) }
+                guard rawBindTextAndStep(insert, 2, names[index]) == SQLITE_DONE else { throw db.error(sqlite3_errcode(db.handle), Self.insertSQL) }
                 sqlite3_reset(insert)
             }
             sqlite3_finalize(insert)
@@ -65,15 +65,19 @@ struct TableWorkloads {
         return elapsed
     }
 
-    func libraryInsert(path: String) throws -> Double {
+    /// `arrayArguments`: binds `StatementArguments` built from an array literal (the convenient
+    /// form) instead of typed values.
+    func libraryInsert(path: String, arrayArguments: Bool = false) throws -> Double {
         try? FileManager.default.removeItem(atPath: path)
         let database = try EncryptedDatabase(path: path, keys: keyList(path), options: OpenOptions(createIfMissing: true))
         try database.write { db in try db.execute("CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT, score REAL)") }
         let elapsed = try timedRegion {
             try database.write { db in
                 let insert = try db.prepare(Self.insertSQL)
-                for index in 0..<rows {
-                    try insert.execute([Int64(index + 1), names[index], score(index)])
+                if arrayArguments {
+                    for index in 0..<rows { try insert.execute([Int64(index + 1), names[index], score(index)]) }
+                } else {
+                    for index in 0..<rows { try insert.execute(values: Int64(index + 1), names[index], score(index)) }
                 }
             }
         }
@@ -108,7 +112,7 @@ struct TableWorkloads {
 
     func libraryFetchByIndex(_ database: EncryptedDatabase) throws -> [Item] {
         try database.read { db in
-            try db.query(Self.selectSQL).map { row in
+            try db.query(Self.selectSQL) { row in
                 Item(id: try row.get(0), name: try row.get(1), score: try row.get(2))
             }
         }
@@ -116,8 +120,17 @@ struct TableWorkloads {
 
     func libraryFetchByName(_ database: EncryptedDatabase) throws -> [Item] {
         try database.read { db in
-            try db.query(Self.selectSQL).map { row in
+            try db.query(Self.selectSQL) { row in
                 Item(id: try row.get("id"), name: try row.get("name"), score: try row.get("score"))
+            }
+        }
+    }
+
+    /// The convenient form that copies every row into a `Row` first.
+    func libraryFetchRows(_ database: EncryptedDatabase) throws -> [Item] {
+        try database.read { db in
+            try db.query(Self.selectSQL).map { row in
+                Item(id: try row.get(0), name: try row.get(1), score: try row.get(2))
             }
         }
     }
@@ -149,8 +162,10 @@ struct TableWorkloads {
             let lookup = try db.cachedStatement(Self.lookupSQL)
             var total = 0.0
             for id in lookupIDs {
-                guard let row = try lookup.fetchOne([id]) else { throw BenchmarkError("no row \(id)") }
-                let item = Item(id: try row.get(0), name: try row.get(1), score: try row.get(2))
+                let found = try lookup.fetchOne(values: id) { row in
+                    Item(id: try row.get(0), name: try row.get(1), score: try row.get(2))
+                }
+                guard let item = found else { throw BenchmarkError("no row \(id)") }
                 total += item.score + Double(item.name.utf8.count)
             }
             return total
@@ -166,6 +181,11 @@ struct TableWorkloads {
                                      library: { try libraryInsert(path: folder + "/insert-lib.sqlite") })
             report.add(.timed(workload: "1 insert \(rows) rows", baseline: "raw C, reused statement", library: "prepare + execute(values:)",
                               samples: samples, target: .ratioAtMost(1.10)))
+            let arrays = try paired(runs: options.runs,
+                                    baseline: { try rawInsert(path: folder + "/insert-raw.sqlite") },
+                                    library: { try libraryInsert(path: folder + "/insert-lib.sqlite", arrayArguments: true) })
+            report.add(.timed(workload: "1 insert, array arguments", baseline: "raw C, reused statement", library: "(execute([id, name, score]))",
+                              samples: arrays))
         }
         guard options.runs(.fetch) || options.runs(.lookup) else { return }
         let path = folder + "/rows.sqlite"
@@ -174,10 +194,11 @@ struct TableWorkloads {
         let database = try EncryptedDatabase(path: path, keys: keyList(path))
         let expected = try rawFetchAll(raw)
         if options.runs(.fetch) {
-            let variants: [(String, String, Target, (EncryptedDatabase) throws -> [Item])] = [
-                ("2 fetch all, by index", "row view, get(0)…", .ratioAtMost(1.10), libraryFetchByIndex),
-                ("2 fetch all, by name", "row view, get(\"name\")…", .ratioAtMost(1.10), libraryFetchByName),
+            let variants: [(String, String, Target?, (EncryptedDatabase) throws -> [Item])] = [
+                ("2 fetch all, by index", "query { row in row.get(0)… }", .ratioAtMost(1.10), libraryFetchByIndex),
+                ("2 fetch all, by name", "query { row in row.get(\"id\")… }", .ratioAtMost(1.10), libraryFetchByName),
                 ("2 fetch all, Decodable", "query(Item.self, …)", .ratioAtMost(1.5), libraryFetchDecodable),
+                ("2 fetch all, [Row]", "(query(…) → [Row], then map)", nil, libraryFetchRows),
             ]
             for (name, library, target, fetch) in variants {
                 guard try fetch(database) == expected else { throw BenchmarkError("\(name): rows differ from the raw C fetch") }
@@ -196,7 +217,7 @@ struct TableWorkloads {
                                      baseline: { try timedRegion { sink += try rawLookups(raw) } },
                                      library: { try timedRegion { sink += try libraryLookups(database) } })
             precondition(sink > 0)
-            report.add(.timed(workload: "3 \(lookups) pk lookups", baseline: "raw C, one read transaction", library: "cached statement, read { }",
+            report.add(.timed(workload: "3 \(lookups) pk lookups", baseline: "raw C, one read transaction", library: "fetchOne(values: id) { row in … }",
                               samples: samples, target: .ratioAtMost(1.10)))
         }
     }
@@ -206,6 +227,7 @@ struct TableWorkloads {
         switch variant {
         case .insertRaw: _ = try rawInsert(path: folder + "/insert-raw.sqlite")
         case .insertLibrary: _ = try libraryInsert(path: folder + "/insert-lib.sqlite")
+        case .insertArrays: _ = try libraryInsert(path: folder + "/insert-lib.sqlite", arrayArguments: true)
         default:
             let path = folder + "/rows.sqlite"
             try makeReadFile(path: path)
@@ -216,9 +238,10 @@ struct TableWorkloads {
             case .fetchIndex: _ = try timedRegion { _ = try libraryFetchByIndex(database) }
             case .fetchName: _ = try timedRegion { _ = try libraryFetchByName(database) }
             case .fetchDecodable: _ = try timedRegion { _ = try libraryFetchDecodable(database) }
+            case .fetchRows: _ = try timedRegion { _ = try libraryFetchRows(database) }
             case .lookupRaw: _ = try timedRegion { _ = try rawLookups(raw) }
             case .lookupLibrary: _ = try timedRegion { _ = try libraryLookups(database) }
-            case .insertRaw, .insertLibrary: break
+            case .insertRaw, .insertLibrary, .insertArrays: break
             }
         }
     }
@@ -226,11 +249,24 @@ struct TableWorkloads {
 
 /// The variants `--profile` runs once, for `valgrind --tool=callgrind`.
 enum ProfileVariant: String, CaseIterable {
-    case insertRaw = "insert-raw", insertLibrary = "insert-lib"
-    case fetchRaw = "fetch-raw", fetchIndex = "fetch-index", fetchName = "fetch-name", fetchDecodable = "fetch-decodable"
+    case insertRaw = "insert-raw", insertLibrary = "insert-lib", insertArrays = "insert-arrays"
+    case fetchRaw = "fetch-raw", fetchIndex = "fetch-index", fetchName = "fetch-name", fetchDecodable = "fetch-decodable", fetchRows = "fetch-rows"
     case lookupRaw = "lookup-raw", lookupLibrary = "lookup-lib"
 
     static var names: [String] { allCases.map(\.rawValue) }
+}
+
+/// A small seeded generator (SplitMix64): repeatable pseudo-random ids.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
 }
 
 struct BenchmarkError: Error, CustomStringConvertible {
