@@ -37,18 +37,22 @@ struct BindingBuffer: ~Copyable {
 
     /// A copy of `bytes` that stays valid until the next ``startBinding()``, or `nil` when the
     /// value is larger than ``largestValue`` or empty.
+    @inline(__always)
     mutating func store(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer? {
         let count = bytes.count
         guard count > 0, count <= Self.largestValue, let source = bytes.baseAddress else { return nil }
-        if used + count > buffer.count {
-            if buffer.baseAddress != nil { retired.append(buffer) }
-            buffer = .allocate(byteCount: max(256, 2 * buffer.count, count), alignment: 8)
-            used = 0
-        }
+        if used + count > buffer.count { grow(toFit: count) }
         let destination = buffer.baseAddress! + used
         destination.copyMemory(from: source, byteCount: count)
         used += count
         return UnsafeRawPointer(destination)
+    }
+
+    /// Starts a new, larger buffer; the old one stays until the next set of bindings.
+    private mutating func grow(toFit count: Int) {
+        if buffer.baseAddress != nil { retired.append(buffer) }
+        buffer = .allocate(byteCount: max(256, 2 * buffer.count, count), alignment: 8)
+        used = 0
     }
 
     deinit {

@@ -28,8 +28,10 @@ public final class Statement {
     @exclusivity(unchecked)
     @usableFromInline
     var columnRequests = ColumnRequestCache()
+    /// The decoder of this statement's rows, made on first use; retained here and released in
+    /// `deinit` (kept unmanaged so that using it costs no reference counting).
     @exclusivity(unchecked)
-    private var rowDecoderStorage: ColumnsDecoder?
+    private var rowDecoderReference: Unmanaged<ColumnsDecoder>?
     /// The bytes of the bound text and blob values, which SQLite reads in place.
     @exclusivity(unchecked)
     private var bindingBytes = BindingBuffer()
@@ -38,12 +40,14 @@ public final class Statement {
     @usableFromInline
     var needsReset = false
 
-    /// The decoder of this statement's rows (``StatementRow/decode(_:)``), made once.
-    var rowDecoder: ColumnsDecoder {
-        if let rowDecoderStorage { return rowDecoderStorage }
-        let decoder = ColumnsDecoder(statement: Unmanaged.passUnretained(self))
-        rowDecoderStorage = decoder
-        return decoder
+    /// Decodes the current row into `T`, reading the columns in place, with the statement's
+    /// decoder (``ColumnsDecoder``), made once.
+    @usableFromInline
+    func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
+        if rowDecoderReference == nil {
+            rowDecoderReference = .passRetained(ColumnsDecoder(statement: .passUnretained(self)))
+        }
+        return try rowDecoderReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { try T(from: $0) }
     }
 
     /// The column a row's request for `name` reads (by a name getter or by decoding), or `nil`
@@ -69,9 +73,12 @@ public final class Statement {
         self.sql = sql
     }
 
-    /// Finalizes the statement, and then (stored properties go after `deinit`) wipes and frees
-    /// the bound bytes SQLite was reading.
-    deinit { sqlite3_finalize(handle) }
+    /// Finalizes the statement, releases its decoder, and then (stored properties go after
+    /// `deinit`) wipes and frees the bound bytes SQLite was reading.
+    deinit {
+        sqlite3_finalize(handle)
+        rowDecoderReference?.release()
+    }
 
     /// The number of parameter slots (`?NNN` counts up to its largest NNN).
     public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
@@ -189,17 +196,8 @@ public final class Statement {
             code = sqlite3_bind_int64(handle, slot, integer)
         case .real(let real):
             code = sqlite3_bind_double(handle, slot, real)
-        case .text(var text):
-            code = text.withUTF8 { buffer in
-                // An empty buffer may have no base address; SQLite would bind NULL for it.
-                guard buffer.count > 0 else { return sqlite3_bind_text(handle, slot, "", 0, sqliteTransient) }
-                if let stored = bindingBytes.store(UnsafeRawBufferPointer(buffer)) {
-                    return sqlite3_bind_text(handle, slot, stored.assumingMemoryBound(to: CChar.self), Int32(buffer.count), nil)
-                }
-                return buffer.withMemoryRebound(to: CChar.self) {
-                    sqlite3_bind_text(handle, slot, $0.baseAddress, Int32(buffer.count), sqliteTransient)
-                }
-            }
+        case .text(let text):
+            code = bindText(text, at: slot)
         case .blob(let bytes):
             code = bytes.withUnsafeBytes { buffer in
                 guard let base = buffer.baseAddress, buffer.count > 0 else {
@@ -212,6 +210,53 @@ public final class Statement {
             }
         }
         guard code == SQLITE_OK else { throw connection.error(code: code, sql: sql) }
+    }
+
+    /// Binds one typed value to a parameter slot (1-based), within a set of bindings begun with
+    /// ``startBinding()``: `Int64`, `Int`, `Double` and `String` directly, other types through
+    /// their ``DatabaseValueConvertible/databaseValue``, with the same result.
+    @inlinable @inline(__always)
+    func bindValue<Value: DatabaseValueConvertible>(_ value: Value, at slot: Int32) throws {
+        let code: Int32
+        if Value.self == Int64.self {
+            code = sqlite3_bind_int64(handle, slot, unsafeBitCast(value, to: Int64.self))
+        } else if Value.self == Int.self {
+            code = sqlite3_bind_int64(handle, slot, Int64(unsafeBitCast(value, to: Int.self)))
+        } else if Value.self == Double.self {
+            code = sqlite3_bind_double(handle, slot, unsafeBitCast(value, to: Double.self))
+        } else if Value.self == String.self {
+            code = bindText(unsafeBitCast(value, to: String.self), at: slot)
+        } else {
+            return try bind(value.databaseValue, at: slot)
+        }
+        guard code == SQLITE_OK else { throw bindingError(code) }
+    }
+
+    /// The error for a value SQLite refused to bind.
+    @usableFromInline
+    func bindingError(_ code: Int32) -> SQLiteError {
+        connection.error(code: code, sql: sql)
+    }
+
+    /// Binds a string as text (see ``bindText(_:at:)-(UnsafeRawBufferPointer,_)``).
+    @usableFromInline
+    func bindText(_ text: String, at slot: Int32) -> Int32 {
+        text.utf8.withContiguousStorageIfAvailable { bindText(UnsafeRawBufferPointer($0), at: slot) } ?? {
+            var text = text
+            return text.withUTF8 { bindText(UnsafeRawBufferPointer($0), at: slot) }
+        }()
+    }
+
+    /// Binds UTF-8 bytes as text: in place from the statement's buffer, or copied by SQLite
+    /// when too large for it.
+    @inline(__always)
+    private func bindText(_ bytes: UnsafeRawBufferPointer, at slot: Int32) -> Int32 {
+        // An empty buffer may have no base address; SQLite would bind NULL for it.
+        guard bytes.count > 0 else { return sqlite3_bind_text(handle, slot, "", 0, sqliteTransient) }
+        if let stored = bindingBytes.store(bytes) {
+            return sqlite3_bind_text(handle, slot, stored.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+        }
+        return sqlite3_bind_text(handle, slot, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count), sqliteTransient)
     }
 
     /// Resets the statement so that it runs again from the start; bindings are kept.

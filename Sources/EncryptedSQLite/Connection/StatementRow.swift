@@ -167,9 +167,9 @@ extension Statement {
         startBinding()
         var slot: Int32 = 0
         do {
-            for value in repeat (each values).databaseValue {
+            for value in repeat each values {
                 slot += 1
-                try bind(value, at: slot)
+                try bindValue(value, at: slot)
             }
         } catch {
             bindingFailed()

@@ -23,14 +23,6 @@ extension Connection {
     }
 }
 
-extension Statement {
-    /// Decodes the current row into `T`, reading the columns in place.
-    @usableFromInline
-    func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
-        try T(from: rowDecoder)
-    }
-}
-
 /// Which column each name a statement's rows were asked for is (by ``StatementRow`` getters and
 /// by decoding), remembered across rows.
 ///
@@ -85,7 +77,7 @@ final class ColumnsDecoder: Decoder {
     /// The row decoded, when it is a ``Row``.
     private let row: Row?
     /// The statement whose current row is decoded. Not retained: the statement owns this decoder
-    /// (``Statement/rowDecoder``), and a decoder is only used while a decode runs.
+    /// (``Statement/decodeRow(_:)``), and a decoder is only used while a decode runs.
     private let statement: Unmanaged<Statement>?
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -284,6 +276,18 @@ struct ValueDecoder: Decoder, SingleValueDecodingContainer {
         if let convertible = type as? any DatabaseValueConvertible.Type {
             guard let converted = convertible.init(databaseValue: value) as? T else { throw Self.mismatch(type, value, codingPath) }
             return converted
+        }
+        // The other standard numbers (Int8…UInt64, Float): their own `init(from:)` would ask this
+        // decoder for themselves again, forever.
+        if let integer = type as? any FixedWidthInteger.Type {
+            guard let wide = Int64(databaseValue: value), let exact = integer.init(exactly: wide) as? T else {
+                throw Self.mismatch(type, value, codingPath)
+            }
+            return exact
+        }
+        if type == Float.self {
+            guard let real = Double(databaseValue: value), let float = Float(real) as? T else { throw Self.mismatch(type, value, codingPath) }
+            return float
         }
         if case .text(let json) = value, let first = json.first, first == "{" || first == "[" {
             return try JSONDecoder().decode(T.self, from: Data(json.utf8))
