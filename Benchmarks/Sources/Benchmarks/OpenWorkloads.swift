@@ -93,6 +93,17 @@ struct OpenWorkloads {
         }
     }
 
+    /// Runs one open variant once (for callgrind), after the same setup every variant has.
+    func profile(_ variant: ProfileVariant) throws {
+        try makeFiles()
+        switch variant {
+        case .openOneKey: _ = try openSeconds(currentFile, keys(currentFile, count: 1))
+        case .openFiveKeys: _ = try openSeconds(currentFile, keys(currentFile, count: 5))
+        case .openPool: _ = try poolSeconds(currentFile, keys(currentFile, count: 1))
+        default: break
+        }
+    }
+
     /// Opens the database (and closes it); the open is timed.
     func openSeconds(_ path: String, _ keys: KeyList) throws -> Double {
         try timedRegion { _ = try EncryptedDatabase(path: path, keys: keys) }

@@ -3,7 +3,7 @@ import Foundation
 /// The benchmark's settings, from the command line. Every count can be lowered for a quick run.
 struct Options {
     /// Timed repetitions per workload (median reported) for workloads 1–3.
-    var runs = 11
+    var runs = 15
     /// Timed repetitions for the open-cost workloads (4, 5).
     var openRuns = 21
     /// Rows inserted and fetched (workloads 1, 2).
@@ -34,7 +34,7 @@ struct Options {
 
     static let usage = """
         usage: encryptedsqlite-benchmarks [options]
-          --runs N              repetitions of workloads 1-3 (median reported; default 11)
+          --runs N              repetitions of workloads 1-3 (median reported; default 15)
           --open-runs N         repetitions of workloads 4-5 (default 21)
           --rows N              rows inserted and fetched (default 200000)
           --lookups N           primary-key lookups (default 50000)

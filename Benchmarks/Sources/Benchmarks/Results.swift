@@ -132,14 +132,14 @@ final class Report {
     }
 
     static let header = [
-        pad("workload", 30), pad("baseline", 30), pad("EncryptedSQLite", 34), pad("baseline", 11, right: true),
+        pad("workload", 30), pad("baseline", 32), pad("EncryptedSQLite", 37), pad("baseline", 11, right: true),
         pad("library", 11, right: true), pad("ratio", 7, right: true), pad("target", 9, right: true), " met",
     ].joined(separator: " ")
 
     static func line(_ row: ResultRow) -> String {
         let met = row.met.map { $0 ? " yes" : " NO" } ?? "   -"
         return [
-            pad(row.workload, 30), pad(row.baseline, 30), pad(row.library, 34),
+            pad(row.workload, 30), pad(row.baseline, 32), pad(row.library, 37),
             pad(format(row.baselineMedian, row.unit), 11, right: true), pad(format(row.libraryMedian, row.unit), 11, right: true),
             pad(String(format: "%.2fx", row.ratio), 7, right: true), pad(row.target ?? "", 9, right: true), met,
         ].joined(separator: " ")

@@ -241,7 +241,7 @@ struct TableWorkloads {
             case .fetchRows: _ = try timedRegion { _ = try libraryFetchRows(database) }
             case .lookupRaw: _ = try timedRegion { _ = try rawLookups(raw) }
             case .lookupLibrary: _ = try timedRegion { _ = try libraryLookups(database) }
-            case .insertRaw, .insertLibrary, .insertArrays: break
+            case .insertRaw, .insertLibrary, .insertArrays, .openOneKey, .openFiveKeys, .openPool: break
             }
         }
     }
@@ -252,6 +252,7 @@ enum ProfileVariant: String, CaseIterable {
     case insertRaw = "insert-raw", insertLibrary = "insert-lib", insertArrays = "insert-arrays"
     case fetchRaw = "fetch-raw", fetchIndex = "fetch-index", fetchName = "fetch-name", fetchDecodable = "fetch-decodable", fetchRows = "fetch-rows"
     case lookupRaw = "lookup-raw", lookupLibrary = "lookup-lib"
+    case openOneKey = "open-1key", openFiveKeys = "open-5keys", openPool = "open-pool"
 
     static var names: [String] { allCases.map(\.rawValue) }
 }

@@ -38,7 +38,12 @@ defer { try? FileManager.default.removeItem(atPath: folder) }
 do {
     if let name = options.profile {
         guard let variant = ProfileVariant(rawValue: name) else { throw UsageError("unknown profile variant \(name)") }
-        try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).profile(variant)
+        switch variant {
+        case .openOneKey, .openFiveKeys, .openPool:
+            try OpenWorkloads(folder: folder, runs: 1, poolReaders: options.poolReaders).profile(variant)
+        default:
+            try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).profile(variant)
+        }
         exit(0)
     }
 

@@ -238,7 +238,7 @@ public final class Statement {
         connection.error(code: code, sql: sql)
     }
 
-    /// Binds a string as text (see ``bindText(_:at:)-(UnsafeRawBufferPointer,_)``).
+    /// Binds a string as text (see `bindText(_:at:)` for bytes).
     @usableFromInline
     func bindText(_ text: String, at slot: Int32) -> Int32 {
         text.utf8.withContiguousStorageIfAvailable { bindText(UnsafeRawBufferPointer($0), at: slot) } ?? {

@@ -15,7 +15,7 @@ import CSQLCipher
 /// }
 /// ```
 ///
-/// Conversions and errors are those of ``Row/get(_:as:)-(Int,_)``: ask for an `Optional` type to
+/// Conversions and errors are those of `Row.get(_:as:)`: ask for an `Optional` type to
 /// accept `NULL`. Column names are matched exactly first, then case-insensitively, as in SQL; the
 /// statement remembers which column each name it was asked for is, so rows that ask for the same
 /// names cost one string comparison per name.
