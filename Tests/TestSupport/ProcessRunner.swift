@@ -27,8 +27,11 @@ public enum ProcessRunner {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
+        // A child that stops reading early (the shells stop at the first error with -bail) must
+        // not kill the test process with SIGPIPE: ignore the signal and the write's EPIPE.
+        _ = ignoreBrokenPipes
+        try? stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
+        try? stdin.fileHandleForWriting.close()
         // Read both pipes concurrently so that neither can fill up and block the child.
         let errorData = LockedData()
         let reader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
@@ -41,6 +44,9 @@ public enum ProcessRunner {
             status: status, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errorData.value, as: UTF8.self))
     }
+
+    /// Ignores SIGPIPE for the whole test process, once.
+    private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// Finds an executable on the PATH.
     public static func which(_ name: String) -> String? {
