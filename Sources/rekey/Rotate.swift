@@ -34,8 +34,11 @@ struct Rotate: ParsableCommand {
     @Flag(help: "Print one JSON document instead of lines of text.")
     var json = false
 
-    @Option(help: "How to verify a rotation: schema, quickCheck or integrityCheck.")
-    var verify: RotationVerification = .quickCheck
+    @Option(help: "How to verify a rotation: schema, pages (every page authenticated with the new key before the rotation commits), quickCheck or integrityCheck.")
+    var verify: RotationVerification = OpenOptions().verification
+
+    @Option(help: "How a key change rewrites the file: automatic (the library re-encrypts the pages in parallel under a rollback journal when it can) or engineRekey (always SQLCipher's own rekey, one page at a time).")
+    var strategy: RotationStrategy = OpenOptions().rotationStrategy
 
     @OptionGroup var common: CommonOptions
 
@@ -50,7 +53,7 @@ struct Rotate: ParsableCommand {
 
     mutating func run() throws {
         common.bootstrapLogging()
-        let options = OpenOptions(busyTimeout: common.timeout, verification: verify, logger: Logger(label: "rekey"))
+        let options = OpenOptions(busyTimeout: common.timeout, verification: verify, rotationStrategy: strategy, logger: Logger(label: "rekey"))
 
         var fleet: [FleetDatabase]
         switch Result(catching: { () throws(KeyConfigurationError) in try KeysFile.load(path: common.keysPath) }) {
