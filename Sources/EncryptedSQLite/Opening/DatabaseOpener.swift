@@ -23,7 +23,7 @@ struct DatabaseOpener {
             }
         }
         if options.createIfMissing, !options.readOnly, case .missing = DatabaseFileKind.inspect(path: path) {
-            created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger).run()
+            created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger, files: options.files).run()
         }
         let trial = KeyTrial(path: path, access: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
         let outcome = try KeyProbe(keys: keys, trial: trial).run()

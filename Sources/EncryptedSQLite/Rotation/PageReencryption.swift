@@ -19,7 +19,7 @@ import Synchronization
 ///   switched to rollback mode, which SQLite allows only when no other connection has it open;
 ///   otherwise the engine's rekey is used (it works alongside WAL readers).
 /// - **Crash safety.** Before any page of the database is written, the original pages are in
-///   `<path>-journal` and synced (``RollbackJournal``). A kill or power cut at any instant leaves
+///   `<path>-journal`, complete and synced (``RollbackJournal``). A kill or power cut at any instant leaves
 ///   either the untouched file or a hot journal that every SQLite — any process, the `sqlcipher`
 ///   shell, any key or none — rolls back before reading. The commit is one rename of the journal.
 /// - **Verification before commit.** Every rewritten page is read back from the file and
@@ -250,17 +250,21 @@ struct PageReencryption {
 
     // MARK: Phase B
 
-    /// Writes every page as stored into a new journal and makes it durable (the record count is
-    /// written and synced last, as SQLite does), then syncs the folder so the journal's name
-    /// survives a power cut.
+    /// Writes every page as stored into a new journal and makes it durable under a temporary
+    /// name, then links it to `<database>-journal` (never replacing a file there) and syncs the
+    /// folder: the journal appears under its name only complete and durable, so a power cut while
+    /// it is written cannot leave a half-written journal beside the database (SQLite's own
+    /// protocol can: a journal whose first block was lost is ignored by SQLite and stays forever).
     private func writeJournal(at journalPath: String, prepared: Prepared) throws(EncryptedDatabaseError) -> any RandomAccessFile {
-        let journal = try io("creating the journal \(journalPath)") { () throws(FileSystemError) -> any RandomAccessFile in
-            try files.createFile(journalPath, prepared.mode, path)
+        let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.journalSuffix)
+        let journal = try io("creating the journal \(temporary)") { () throws(FileSystemError) -> any RandomAccessFile in
+            try files.createFile(temporary, prepared.mode, path)
         }
         let layout = prepared.journal
         let records = Int(prepared.pageCount) - (prepared.pageCount >= prepared.format.lockBytePage ? 1 : 0)
+        var linked = false
         do {
-            try layout.header(recordCount: 0).withUnsafeBytes { header in try journal.write(header, at: 0) }
+            try layout.header(recordCount: UInt32(records)).withUnsafeBytes { header in try journal.write(header, at: 0) }
             let database = prepared.database
             let format = prepared.format
             try chunks(prepared).forEach(workers: workers, makeState: {
@@ -286,13 +290,16 @@ struct PageReencryption {
                 }
             })
             try journal.synchronize()
-            try layout.header(recordCount: UInt32(records)).withUnsafeBytes { header in try journal.write(header, at: 0) }
-            try journal.synchronize()
+            try files.linkWithoutReplacing(temporary, journalPath)
+            linked = true
+            files.removeIfPresent(temporary)
             try files.fsyncDirectory(FileSystem.folder(of: path))
         } catch {
-            // The database is untouched: the journal, complete or not, can go.
+            // The database is untouched: our journal, complete or not, can go (a journal that was
+            // already there when we tried to link ours is not ours).
             journal.close()
-            files.removeIfPresent(journalPath)
+            if linked { files.removeIfPresent(journalPath) }
+            files.removeIfPresent(temporary)
             if let failure = error as? FileSystemError {
                 throw RotationChecks(path: path).error(failure, operation: "writing the rotation's journal")
             }

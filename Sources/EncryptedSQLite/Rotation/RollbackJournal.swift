@@ -14,10 +14,9 @@ import Foundation
 /// then one record per page: page number, the page's bytes, a checksum (the seed plus every 200th
 /// byte of the page, from the end).
 ///
-/// Protocol (the one SQLite follows, so that a power cut at any point is safe): write the header
-/// with a record count of 0 and every record, fsync, write the real record count, fsync again, and
-/// fsync the folder. Only then may the database be written. A journal whose record count is still
-/// 0 restores nothing; the database is untouched at that point anyway.
+/// Protocol (``PageReencryption``): the whole journal is written and synced under a temporary
+/// name, then linked to `<database>-journal` and the folder synced. Only then may the database be
+/// written. So the journal exists under its name only when complete and durable.
 struct RollbackJournal {
     static let magic: [UInt8] = [0xD9, 0xD5, 0x05, 0xF9, 0x20, 0xA1, 0x63, 0xD7]
     /// The header's size and the sector size it declares.

@@ -5,6 +5,9 @@ import Foundation
 /// - `.<name>.<8 hex>.rekey-export`: the new file of the export path, until it is swapped in.
 /// - `.<name>.<8 hex>.rekey-undo`: a page re-encryption's journal between its commit and the
 ///   engine's check of the rotated file (the original pages, encrypted with the old key).
+/// - `.<name>.<8 hex>.rekey-create`: a new database being made, until it is linked into place.
+/// - `.<name>.<8 hex>.rekey-journal`: a page re-encryption's journal while it is written, until it
+///   is linked to `<name>-journal` (the database is untouched until then).
 ///
 /// Each is created by a process that holds an exclusive `flock` on it while it lives. A process
 /// killed at the wrong instant leaves one behind; the next open removes it — only when no live
@@ -12,7 +15,9 @@ import Foundation
 enum RotationTemporaries {
     static let exportSuffix = ".rekey-export"
     static let undoSuffix = ".rekey-undo"
-    static let suffixes = [exportSuffix, undoSuffix]
+    static let createSuffix = ".rekey-create"
+    static let journalSuffix = ".rekey-journal"
+    static let suffixes = [exportSuffix, undoSuffix, createSuffix, journalSuffix]
 
     /// A new name in the folder of `path`: `.<name>.<8 random hex digits><suffix>`.
     static func newPath(for path: String, suffix: String) -> String {
