@@ -69,6 +69,24 @@ public final class Connection {
         sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
     }
 
+    /// Opens `path` read-only, without a key and without running any SQL, only to read the
+    /// file's raw bytes through ``mainDatabaseFile()`` (see ``DatabaseFilePrefix``).
+    ///
+    /// - Throws: ``SQLiteError`` when SQLite cannot open the file.
+    init(rawFileAt path: String) throws {
+        var opened: OpaquePointer?
+        let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let opened else {
+            let error = SQLiteError.from(handle: opened, code: code, sql: nil)
+            sqlite3_close_v2(opened)
+            throw error
+        }
+        handle = opened
+        self.path = path
+        accessMode = .readOnly
+        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+    }
+
     private var isClosed = false
     /// How many savepoints ``savepoint(_:)`` has open, to name the next one.
     var savepointDepth = 0
