@@ -80,7 +80,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashTests",
-            dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness"]
+            dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness", "rekey"]
         ),
     ],
     swiftLanguageModes: [.v6]
