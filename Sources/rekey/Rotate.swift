@@ -40,6 +40,9 @@ struct Rotate: ParsableCommand {
     @Option(help: "How a key change rewrites the file: automatic (the library re-encrypts the pages in parallel under a rollback journal when it can) or engineRekey (always SQLCipher's own rekey, one page at a time).")
     var strategy: RotationStrategy = OpenOptions().rotationStrategy
 
+    @Option(help: ArgumentHelp("Threads one page re-encryption uses for its cryptography (default: one per processor).", valueName: "n"))
+    var threads: Int = OpenOptions().rotationThreads
+
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -49,11 +52,14 @@ struct Rotate: ParsableCommand {
         if !(1...256).contains(jobs) {
             throw ValidationError("--jobs must be between 1 and 256")
         }
+        if !(1...256).contains(threads) {
+            throw ValidationError("--threads must be between 1 and 256")
+        }
     }
 
     mutating func run() throws {
         common.bootstrapLogging()
-        let options = OpenOptions(busyTimeout: common.timeout, verification: verify, rotationStrategy: strategy, logger: Logger(label: "rekey"))
+        let options = OpenOptions(busyTimeout: common.timeout, verification: verify, rotationStrategy: strategy, rotationThreads: threads, logger: Logger(label: "rekey"))
 
         var fleet: [FleetDatabase]
         switch Result(catching: { () throws(KeyConfigurationError) in try KeysFile.load(path: common.keysPath) }) {

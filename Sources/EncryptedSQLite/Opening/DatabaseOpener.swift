@@ -59,7 +59,8 @@ struct DatabaseOpener {
         }
         var connection = connection
         if options.rotationStrategy == .automatic {
-            let pages = PageReencryption(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger, files: options.files)
+            let pages = PageReencryption(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger,
+                                         files: options.files, workers: max(1, options.rotationThreads))
             switch try pages.run(connection: connection, from: from, to: keys.current) {
             case .rotated(let rotated, let report):
                 return (rotated, report)

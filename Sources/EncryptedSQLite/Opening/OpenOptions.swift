@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// How ``EncryptedDatabase`` opens a file.
@@ -17,6 +18,9 @@ public struct OpenOptions: Sendable {
     public var verification: RotationVerification
     /// How a key-only rotation rewrites the file (page re-encryption when possible by default).
     public var rotationStrategy: RotationStrategy
+    /// How many threads a page re-encryption uses for its cryptography: by default one per active
+    /// processor. Lower it to leave cores to other work (a server rotating tenant databases).
+    public var rotationThreads: Int
     /// The number of read-only connections for concurrent reads; 0 (the default) runs every
     /// access on the one writer connection. A positive number switches the database to WAL
     /// journal mode (persistently), which lets readers run while the writer writes. Readers are
@@ -34,6 +38,7 @@ public struct OpenOptions: Sendable {
         busyTimeout: Duration = .seconds(5),
         verification: RotationVerification = .pages,
         rotationStrategy: RotationStrategy = .automatic,
+        rotationThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
         concurrentReaders: Int = 0,
         logger: Logger = Logger(label: "EncryptedSQLite", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
@@ -43,6 +48,7 @@ public struct OpenOptions: Sendable {
         self.busyTimeout = busyTimeout
         self.verification = verification
         self.rotationStrategy = rotationStrategy
+        self.rotationThreads = max(1, rotationThreads)
         self.concurrentReaders = concurrentReaders
         self.logger = logger
     }

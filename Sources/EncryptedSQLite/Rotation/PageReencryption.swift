@@ -40,10 +40,10 @@ struct PageReencryption {
     let verification: RotationVerification
     let logger: Logger
     var files: FileOperations = .system
-    /// The bytes each worker reads, transforms and writes at once (rounded to whole pages).
-    var chunkBytes = 256 * 1024
     /// Threads that run the cryptography.
     var workers = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// The bytes each worker reads, transforms and writes at once (rounded to whole pages).
+    var chunkBytes = 256 * 1024
 
 
     enum Outcome {
@@ -87,7 +87,8 @@ struct PageReencryption {
             leftWAL = false
         }
         func restoreJournalMode(_ connection: Connection) {
-            if leftWAL { _ = try? connection.queryValue("PRAGMA journal_mode = WAL", as: String.self) }
+            guard leftWAL else { return }
+            restoreWAL(connection)
         }
         func giveUp(_ reason: String) -> Outcome {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
@@ -136,7 +137,7 @@ struct PageReencryption {
             }
         } catch {
             journal.close()
-            throw rollBack(connection, from: from, reason: error, leftWAL: leftWAL)
+            throw rollBack(connection, from: from, to: to, reason: error, leftWAL: leftWAL)
         }
         let rewriteDuration = rewriteTime.elapsed - authenticateDuration
 
@@ -147,7 +148,7 @@ struct PageReencryption {
             try files.rename(journalPath, undoPath)
         } catch {
             journal.close()
-            throw rollBack(connection, from: from, reason: .ioFailure(path: path, operation: "committing the rotation", detail: error.description), leftWAL: leftWAL)
+            throw rollBack(connection, from: from, to: to, reason: EncryptedDatabaseError.ioFailure(path: path, operation: "committing the rotation", detail: error.description), leftWAL: leftWAL)
         }
         do {
             try files.fsyncDirectory(FileSystem.folder(of: path))
@@ -170,6 +171,7 @@ struct PageReencryption {
             }
             journal.close()
             files.removeIfPresent(undoPath)
+            if leftWAL { logger.warning("the rotated file stays in rollback-journal mode", metadata: ["path": "\(path)"]) }
             throw failure.error(path: path, keyID: to.id)
         }
         journal.close()
@@ -317,7 +319,9 @@ struct PageReencryption {
 
     /// Decrypts every page with the old key and encrypts it with the new one (fresh IVs, the same
     /// salt in page 1), writing each chunk back in place; then syncs the file.
-    private func rewritePages(_ prepared: Prepared) throws(EncryptedDatabaseError) {
+    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, ``PageFailure`` for a page that does
+    ///   not authenticate or OpenSSL failing.
+    private func rewritePages(_ prepared: Prepared) throws {
         let format = prepared.format
         let database = prepared.database
         let (oldKeys, newKeys) = (prepared.oldKeys, prepared.newKeys)
@@ -356,40 +360,43 @@ struct PageReencryption {
             try database.synchronize()
         } catch let error as FileSystemError {
             throw RotationChecks(path: path).error(error, operation: "rewriting pages for the new key")
-        } catch let error as PageFailure {
-            throw .verificationFailed(path: path, keyID: "(old key)", detail: error.detail)
-        } catch {
-            throw .ioFailure(path: path, operation: "rewriting pages for the new key", detail: "\(error)")
         }
     }
 
     /// Reads every page back from the file and checks its HMAC with the new key.
-    private func authenticatePages(_ prepared: Prepared) throws(EncryptedDatabaseError) {
+    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, ``PageFailure`` for a page that does
+    ///   not authenticate.
+    private func authenticatePages(_ prepared: Prepared) throws {
         do {
             try PageAuthentication(file: prepared.database, format: prepared.format, keys: prepared.newKeys, pageCount: prepared.pageCount,
                                    chunkPages: chunkPages(prepared.format), workers: workers).run()
         } catch let error as FileSystemError {
             throw RotationChecks(path: path).error(error, operation: "reading pages back for verification")
-        } catch let error as PageFailure {
-            throw .verificationFailed(path: path, keyID: "(new key)", detail: error.detail)
-        } catch {
-            throw .ioFailure(path: path, operation: "reading pages back for verification", detail: "\(error)")
         }
     }
 
     /// Releases the lock with the journal hot, lets SQLite roll the file back on a fresh
     /// connection with the old key, and returns the error to throw.
-    private func rollBack(_ connection: Connection, from: ResolvedKey, reason: EncryptedDatabaseError, leftWAL: Bool) -> EncryptedDatabaseError {
+    private func rollBack(_ connection: Connection, from: ResolvedKey, to: ResolvedKey, reason: any Error, leftWAL: Bool) -> EncryptedDatabaseError {
         connection.close()
+        let detail = (reason as? PageFailure)?.detail ?? "\(reason)"
         let trial = KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout)
         guard let restored = try? trial.open(with: from) else {
-            logger.error("rotation failed and the rollback could not be confirmed", metadata: ["path": "\(path)", "error": "\(reason)"])
-            return reason
+            logger.error("rotation failed and the rollback could not be confirmed", metadata: ["path": "\(path)", "error": "\(detail)"])
+            return .verificationFailed(path: path, keyID: to.id, detail: "\(detail); the rotation's journal is beside the file, and the next open rolls it back to key \"\(from.id)\"")
         }
-        if leftWAL { _ = try? restored.queryValue("PRAGMA journal_mode = WAL", as: String.self) }
+        if leftWAL { restoreWAL(restored) }
         restored.close()
-        logger.warning("rotation failed and was rolled back", metadata: ["path": "\(path)", "key": "\(from.id)", "error": "\(reason)"])
-        return .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: "(new key)", detail: "\(reason); the file was rolled back and still opens with key \"\(from.id)\"")
+        logger.warning("rotation failed and was rolled back", metadata: ["path": "\(path)", "key": "\(from.id)", "error": "\(detail)"])
+        return .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: to.id, detail: "\(detail); the file was rolled back and still opens with key \"\(from.id)\"")
+    }
+
+    /// Puts a file that the rotation switched to rollback mode back into WAL mode.
+    private func restoreWAL(_ connection: Connection) {
+        let mode = (try? connection.queryValue("PRAGMA journal_mode = WAL", as: String.self)) ?? nil
+        if mode?.lowercased() != "wal" {
+            logger.warning("the file could not be put back into WAL mode; it is in rollback-journal mode now", metadata: ["path": "\(path)"])
+        }
     }
 
     // MARK: Phase E
@@ -415,7 +422,8 @@ struct PageReencryption {
         do {
             opened = try trial.open(with: to)
         } catch {
-            throw .other(error)
+            // Busy or I/O: the rotation has committed, only its check could not run.
+            throw .other(.verificationFailed(path: path, keyID: to.id, detail: "the rotation committed (every page authenticated with the new key) but the engine could not open the file to check it: \(error.description)"))
         }
         guard let connection = opened else { throw .notOpened("SQLCipher does not open the rewritten file with the new key") }
         let check: String
