@@ -21,52 +21,12 @@ struct MatrixOutcome {
     }
 }
 
-/// One bad input's folder, keys and secrets.
-final class MatrixContext: @unchecked Sendable {
-    let directory = TemporaryDirectory("matrix")
-    /// `k1` passphrase, `k2` hex, `k3` passphrase from an environment variable (current).
-    let ring: TestKeyring
-    /// Every secret this case made; none may appear in a message.
-    private(set) var secrets: [String]
-    /// File systems mounted for the case; unmounted when the context goes away, after the checks.
-    var disks: [SmallFilesystem] = []
+typealias MatrixContext = BadInputContext
 
-    init() {
-        ring = TestKeyring([.passphrase, .hex, .envPassphrase], in: directory)
-        secrets = ring.keys.map(\.secret)
-    }
-
-    var db: String { directory.file("app.sqlite") }
+extension BadInputContext {
     var keysPath: String { directory.file("Keys") }
 
     func keyList(_ path: String? = nil) throws -> KeyList { try ring.keyList(database: path ?? db) }
-
-    /// A new marker passphrase (registered as a secret).
-    func passphrase(_ label: String) -> String {
-        let secret = TestKeys.passphrase(label)
-        secrets.append(secret)
-        return secret
-    }
-
-    /// New marker hex digits (registered as a secret).
-    func hex() -> String {
-        let secret = TestKeys.hex()
-        secrets.append(secret)
-        return secret
-    }
-
-    /// Registers text that must not appear (e.g. a malformed key).
-    func secret(_ text: String) -> String {
-        TestSecrets.register(text)
-        secrets.append(text)
-        return text
-    }
-
-    /// The fixture, made by the sqlcipher shell with key `index` of the ring (and extra SQL after the key).
-    func makeDatabase(at path: String? = nil, key index: Int, settings: String = "", rows: Int = 20) throws {
-        let result = try SQLCipherShell.run(path ?? db, key: ring.keys[index].shellKey, settings + Fixture.sql(rows: rows))
-        guard result.status == 0 else { throw FixtureError(message: result.stderr) }
-    }
 
     /// A Keys file for `app.sqlite` with two good marker keys and `extra` key entries (6-space indented).
     @discardableResult
@@ -81,10 +41,6 @@ final class MatrixContext: @unchecked Sendable {
         let text = "databases:\n  - path: app.sqlite\n    keys:\n" + (goodKeysFirst ? good + extra : extra + good)
         write(text)
         return text
-    }
-
-    func write(_ text: String, to path: String? = nil) {
-        _ = FileManager.default.createFile(atPath: path ?? keysPath, contents: Data(text.utf8))
     }
 
     /// Loads the Keys file, builds the list for `app.sqlite` and opens it: the first error.
@@ -145,6 +101,30 @@ final class MatrixContext: @unchecked Sendable {
     }
 
     static func randomBytes(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+
+    /// A database created with the SQL migrations `applied`, then opened with a migrator of `then`: the error.
+    func migrationCase(applied: [(String, String)], then: [(String, String)], mustName: String) throws -> MatrixOutcome {
+        func migrator(_ migrations: [(String, String)]) throws -> DatabaseMigrator {
+            var migrator = DatabaseMigrator()
+            for (identifier, sql) in migrations { try migrator.registerSQLMigration(identifier, sql: sql) }
+            return migrator
+        }
+        _ = try EncryptedDatabase(path: db, keys: keyList(), options: OpenOptions(createIfMissing: true), migrator: migrator(applied))
+        let before = FileSnapshot(db)
+        return MatrixOutcome(error: open(migrator: try migrator(then)), mustName: [db, mustName], unchanged: [(db, before)])
+    }
+
+    /// Registers the migrations of a folder holding one file `name` with `content`: the error.
+    func migrationFolderCase(file name: String, content: Data, mustName: [String]? = nil) throws -> MatrixOutcome {
+        try makeDatabase(key: 2)
+        let folder = directory.file("Migrations")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        _ = FileManager.default.createFile(atPath: folder + "/" + name, contents: content)
+        let before = FileSnapshot(db)
+        var migrator = DatabaseMigrator()
+        let error = Result { () throws(MigrationError) in try migrator.registerSQLMigrations(in: folder) }.error
+        return MatrixOutcome(error: error, mustName: mustName ?? [folder + "/" + name], unchanged: [(db, before)])
+    }
 }
 
 /// The library and Keys-file cases of ``BadInputCatalog``, by id.
@@ -221,18 +201,11 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
     },
     "db.diskFull": { c in
         // A file on an old key in a tmpfs with room for the file but not for a journal as large.
-        let source = c.directory.file("source.sqlite")
-        try c.makeDatabase(at: source, key: 0, rows: 300)
-        let bytes = Int(FileManager.default.contents(atPath: source)?.count ?? 0)
-        switch SmallFilesystem.mount(size: (bytes + 32 * 1024 + 4095) / 4096 * 4096) {
+        switch try c.databaseOnNearlyFullDisk(key: 0) {
         case .failure(let reason): return .skip(reason.message)
-        case .success(let disk):
-            c.disks.append(disk)
-            let path = disk.file("app.sqlite")
-            try FileManager.default.copyItem(atPath: source, toPath: path)
+        case .success(let path):
             let before = FileSnapshot(path)
-            let error = c.open(path)
-            return MatrixOutcome(error: error, mustName: [path], unchanged: [(path, before)])
+            return MatrixOutcome(error: c.open(path), mustName: [path], unchanged: [(path, before)])
         }
     },
     "db.noInode": { c in
@@ -265,63 +238,21 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
 
     // MARK: Migrations
     "mig.edited": { c in
-        var original = DatabaseMigrator()
-        try original.registerSQLMigration("0001_notes", sql: "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")
-        _ = try EncryptedDatabase(path: c.db, keys: c.keyList(), options: OpenOptions(createIfMissing: true), migrator: original)
-        var edited = DatabaseMigrator()
-        try edited.registerSQLMigration("0001_notes", sql: "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT);")
-        let before = FileSnapshot(c.db)
-        return MatrixOutcome(error: c.open(migrator: edited), mustName: [c.db, "0001_notes"], unchanged: [(c.db, before)])
+        try c.migrationCase(applied: [("0001_notes", "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")],
+                            then: [("0001_notes", "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT);")], mustName: "0001_notes")
     },
     "mig.newer": { c in
-        var newer = DatabaseMigrator()
-        try newer.registerSQLMigration("0001_notes", sql: "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")
-        try newer.registerSQLMigration("0002_tags", sql: "CREATE TABLE tags(name TEXT);")
-        _ = try EncryptedDatabase(path: c.db, keys: c.keyList(), options: OpenOptions(createIfMissing: true), migrator: newer)
-        var older = DatabaseMigrator()
-        try older.registerSQLMigration("0001_notes", sql: "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")
-        let before = FileSnapshot(c.db)
-        return MatrixOutcome(error: c.open(migrator: older), mustName: [c.db, "0002_tags"], unchanged: [(c.db, before)])
+        try c.migrationCase(applied: [("0001_notes", "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);"), ("0002_tags", "CREATE TABLE tags(name TEXT);")],
+                            then: [("0001_notes", "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")], mustName: "0002_tags")
     },
     "mig.failing": { c in
-        var first = DatabaseMigrator()
-        try first.registerSQLMigration("0001_notes", sql: "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")
-        _ = try EncryptedDatabase(path: c.db, keys: c.keyList(), options: OpenOptions(createIfMissing: true), migrator: first)
-        var failing = first
-        try failing.registerSQLMigration("0002_broken", sql: "INSERT INTO no_such_table VALUES (1);")
-        let before = FileSnapshot(c.db)
-        return MatrixOutcome(error: c.open(migrator: failing), mustName: [c.db, "0002_broken"], unchanged: [(c.db, before)])
+        try c.migrationCase(applied: [("0001_notes", "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);")],
+                            then: [("0001_notes", "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT);"), ("0002_broken", "INSERT INTO no_such_table VALUES (1);")],
+                            mustName: "0002_broken")
     },
-    "mig.fileName": { c in
-        try c.makeDatabase(key: 2)
-        let folder = c.directory.file("Migrations")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        _ = FileManager.default.createFile(atPath: folder + "/create_users.sql", contents: Data("CREATE TABLE users(id);".utf8))
-        let before = FileSnapshot(c.db)
-        var migrator = DatabaseMigrator()
-        let error = Result { () throws(MigrationError) in try migrator.registerSQLMigrations(in: folder) }.error
-        return MatrixOutcome(error: error, mustName: [folder + "/create_users.sql"], unchanged: [(c.db, before)])
-    },
-    "mig.notUTF8": { c in
-        try c.makeDatabase(key: 2)
-        let folder = c.directory.file("Migrations")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        _ = FileManager.default.createFile(atPath: folder + "/0001_users.sql", contents: Data([0x43, 0x52, 0xFF, 0xFE, 0x00, 0xC3]))
-        let before = FileSnapshot(c.db)
-        var migrator = DatabaseMigrator()
-        let error = Result { () throws(MigrationError) in try migrator.registerSQLMigrations(in: folder) }.error
-        return MatrixOutcome(error: error, mustName: [folder + "/0001_users.sql"], unchanged: [(c.db, before)])
-    },
-    "mig.emptyUp": { c in
-        try c.makeDatabase(key: 2)
-        let folder = c.directory.file("Migrations")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        _ = FileManager.default.createFile(atPath: folder + "/0001_users.sql", contents: Data("-- down\nDROP TABLE users;\n".utf8))
-        let before = FileSnapshot(c.db)
-        var migrator = DatabaseMigrator()
-        let error = Result { () throws(MigrationError) in try migrator.registerSQLMigrations(in: folder) }.error
-        return MatrixOutcome(error: error, mustName: ["0001_users"], unchanged: [(c.db, before)])
-    },
+    "mig.fileName": { c in try c.migrationFolderCase(file: "create_users.sql", content: Data("CREATE TABLE users(id);".utf8)) },
+    "mig.notUTF8": { c in try c.migrationFolderCase(file: "0001_users.sql", content: Data([0x43, 0x52, 0xFF, 0xFE, 0x00, 0xC3])) },
+    "mig.emptyUp": { c in try c.migrationFolderCase(file: "0001_users.sql", content: Data("-- down\nDROP TABLE users;\n".utf8), mustName: ["0001_users"]) },
 
     // MARK: The Keys file
     "keys.missing": { c in try c.keysCase(mustName: [c.keysPath]) },
@@ -471,7 +402,7 @@ struct BadInputMatrixTests {
           arguments: BadInputCatalog.cases(in: .library) + BadInputCatalog.cases(in: .keys))
     func badInput(_ item: BadInputCase) throws {
         let implementation = try #require(matrixCases[item.id], "no implementation for \(item.id)")
-        let context = MatrixContext()
+        let context = MatrixContext("matrix")
         let outcome = try implementation(context)
         if let reason = outcome.skipped {
             print("bad-input case \(item.id) skipped: \(reason)")

@@ -5,56 +5,32 @@ import TestSupport
 
 extension BadInputCase: CustomTestStringConvertible {}
 
-/// One command-line bad input: a folder with a Keys file for `app.sqlite` (`k1` passphrase, `k2`
-/// hex, `k3` passphrase from an environment variable, current) and the run's result.
-final class CLIMatrixContext: @unchecked Sendable {
-    let directory = TemporaryDirectory("cli-matrix")
-    let ring: TestKeyring
-    private(set) var secrets: [String]
-    var disks: [SmallFilesystem] = []
+/// One command-line bad input: a folder with a Keys file for `app.sqlite` (see ``BadInputContext``).
+typealias CLIMatrixContext = BadInputContext
 
-    init() {
-        ring = TestKeyring([.passphrase, .hex, .envPassphrase], in: directory)
-        secrets = ring.keys.map(\.secret)
-        writeKeys(ring.yaml(databasePath: "app.sqlite"))
-    }
-
-    var db: String { directory.file("app.sqlite") }
-
-    func writeKeys(_ text: String, name: String = "Keys") {
-        _ = FileManager.default.createFile(atPath: directory.file(name), contents: Data(text.utf8))
-    }
-
-    /// A secret passed on the command line on purpose (not registered, so that the helpers let it through).
-    func argumentSecret() -> String {
-        let secret = "ARGV-SECRET-\(UUID().uuidString)"
-        secrets.append(secret)
-        return secret
-    }
-
-    func passphrase(_ label: String) -> String {
-        let secret = TestKeys.passphrase(label)
-        secrets.append(secret)
-        return secret
-    }
-
-    func makeDatabase(at path: String? = nil, key index: Int, rows: Int = 20) throws {
-        try Fixture.createWithShell(at: path ?? db, key: ring.keys[index].shellKey, rows: rows)
-    }
-
-    /// Runs `rekey` with the ring's environment (or `environment`), as root or as nobody.
+extension BadInputContext {
+    /// Runs `rekey` with the ring's environment (or `environment`), as root or through a shell prefix.
     func run(_ arguments: [String], environment: [String: String]? = nil, prefix: String? = nil) throws -> ProcessResult {
         let environment = environment ?? ring.environment
         if let prefix { return try RekeyCLI.runWrapped(prefix, arguments, in: directory, environment: environment) }
         return try RekeyCLI.run(arguments, in: directory, environment: environment)
     }
 
-    /// The usual case: snapshot the database, run, report.
+    /// The usual case: snapshot the database (and `also`), run, report.
     func runCase(_ arguments: [String], environment: [String: String]? = nil, prefix: String? = nil, mustName: [String], also: [String] = []) throws -> CLIMatrixOutcome {
-        let watched = [db] + also
-        let before = watched.map { ($0, FileSnapshot($0)) }
+        let before = ([db] + also).map { ($0, FileSnapshot($0)) }
         let result = try run(arguments, environment: environment, prefix: prefix)
         return CLIMatrixOutcome(result: result, mustName: mustName, unchanged: before)
+    }
+
+    /// A database made with key `index` and changed by `prepare` (its owner or mode), rotated by
+    /// `rekey` running as nobody.
+    func asNobodyCase(key index: Int, mustName: [String] = ["app.sqlite"], _ prepare: () -> Void) throws -> CLIMatrixOutcome {
+        guard Self.canRunAsNobody else { return .skip("needs root and setpriv to run as nobody") }
+        try makeDatabase(key: index)
+        prepare()
+        chmod(directory.file("Keys"), 0o644)
+        return try runCase(["--db", "app.sqlite"], prefix: Self.asNobody, mustName: mustName)
     }
 
     static let asNobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups"
@@ -94,13 +70,13 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
         return try c.runCase(["dump", "--db", "app.sqlite", "--out", "dump.sql"], mustName: ["dump.sql"], also: [c.directory.file("dump.sql")])
     },
     "cli.allNothing": { c in
-        c.writeKeys("databases:\n  - path: \"tenants/*.sqlite\"\n    keys:\n      - id: t\n        passphrase: \"\(c.passphrase("tenant"))\"\n")
+        c.write("databases:\n  - path: \"tenants/*.sqlite\"\n    keys:\n      - id: t\n        passphrase: \"\(c.passphrase("tenant"))\"\n")
         return try c.runCase(["--all"], mustName: ["Keys"])
     },
     "cli.keysMissing": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--keys", "Nope"], mustName: ["Nope"]) },
     "cli.keysNotYAML": { c in
         try c.makeDatabase(key: 0)
-        c.writeKeys("databases: [\n  - path: app.sqlite\n    keys: [{id: k, passphrase: \"\(c.passphrase("broken"))\"\n")
+        c.write("databases: [\n  - path: app.sqlite\n    keys: [{id: k, passphrase: \"\(c.passphrase("broken"))\"\n")
         return try c.runCase(["--db", "app.sqlite"], mustName: ["Keys"], also: [c.directory.file("Keys")])
     },
     "cli.notListed": { c in
@@ -115,12 +91,12 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
     "cli.kdfIterHuge": { c in
         try c.makeDatabase(key: 0)
         let yaml = c.ring.yaml(databasePath: "app.sqlite").replacingOccurrences(of: "      - id: \"k2\"", with: "        cipher: {kdf_iter: 3000000000}\n      - id: \"k2\"")
-        c.writeKeys(yaml)
+        c.write(yaml)
         return try c.runCase(["--db", "app.sqlite"], mustName: ["k1", "app.sqlite"])
     },
     "cli.keyFileReadable": { c in
         let ring = TestKeyring([.passphrase, .fileHex], in: c.directory, idPrefix: "f")
-        c.writeKeys(ring.yaml(databasePath: "app.sqlite"))
+        c.write(ring.yaml(databasePath: "app.sqlite"))
         try Fixture.createWithShell(at: c.db, key: ring.keys[0].shellKey, rows: 5)
         chmod(c.directory.file("f2.key"), 0o644)
         return try c.runCase(["--db", "app.sqlite"], environment: [:], mustName: [c.directory.file("f2.key"), "f2"], also: [c.directory.file("f2.key")])
@@ -147,26 +123,10 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
         try FileManager.default.createDirectory(atPath: c.db, withIntermediateDirectories: false)
         return try c.runCase(["--db", "app.sqlite"], mustName: ["app.sqlite"])
     },
-    "cli.unreadable": { c in
-        guard CLIMatrixContext.canRunAsNobody else { return .skip("needs root and setpriv to run as nobody") }
-        try c.makeDatabase(key: 2)
-        chmod(c.db, 0o600)
-        chmod(c.directory.file("Keys"), 0o644)
-        return try c.runCase(["--db", "app.sqlite"], prefix: CLIMatrixContext.asNobody, mustName: ["app.sqlite"])
-    },
-    "cli.readOnlyFile": { c in
-        guard CLIMatrixContext.canRunAsNobody else { return .skip("needs root and setpriv to run as nobody") }
-        try c.makeDatabase(key: 0)
-        chmod(c.db, 0o644)
-        chmod(c.directory.file("Keys"), 0o644)
-        return try c.runCase(["--db", "app.sqlite"], prefix: CLIMatrixContext.asNobody, mustName: ["app.sqlite"])
-    },
+    "cli.unreadable": { c in try c.asNobodyCase(key: 2) { chmod(c.db, 0o600) } },
+    "cli.readOnlyFile": { c in try c.asNobodyCase(key: 0) { chmod(c.db, 0o644) } },
     "cli.readOnlyFolder": { c in
-        guard CLIMatrixContext.canRunAsNobody else { return .skip("needs root and setpriv to run as nobody") }
-        try c.makeDatabase(key: 0)
-        chown(c.db, OtherUser.nobody, OtherUser.nobody)
-        chmod(c.directory.file("Keys"), 0o644)
-        return try c.runCase(["--db", "app.sqlite"], prefix: CLIMatrixContext.asNobody, mustName: ["app.sqlite", c.directory.path])
+        try c.asNobodyCase(key: 0, mustName: ["app.sqlite", c.directory.path]) { chown(c.db, OtherUser.nobody, OtherUser.nobody) }
     },
     "cli.locked": { c in
         try c.makeDatabase(key: 0)
@@ -181,16 +141,10 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
         return try c.runCase(["--db", "app.sqlite"], prefix: "ulimit -f 4;", mustName: ["app.sqlite"])
     },
     "cli.diskFull": { c in
-        let source = c.directory.file("source.sqlite")
-        try c.makeDatabase(at: source, key: 0, rows: 300)
-        let bytes = Int(FileManager.default.contents(atPath: source)?.count ?? 0)
-        switch SmallFilesystem.mount(size: (bytes + 32 * 1024 + 4095) / 4096 * 4096) {
+        switch try c.databaseOnNearlyFullDisk(key: 0) {
         case .failure(let reason): return .skip(reason.message)
-        case .success(let disk):
-            c.disks.append(disk)
-            let path = disk.file("app.sqlite")
-            try FileManager.default.copyItem(atPath: source, toPath: path)
-            c.writeKeys(c.ring.yaml(databasePath: path), name: "Keys-disk")
+        case .success(let path):
+            c.write(c.ring.yaml(databasePath: path), to: "Keys-disk")
             let before = FileSnapshot(path)
             let result = try c.run(["--db", path, "--keys", "Keys-disk"])
             return CLIMatrixOutcome(result: result, mustName: [path], unchanged: [(path, before)])
@@ -204,7 +158,8 @@ struct BadInputCLITests {
           arguments: BadInputCatalog.cases(in: .cli))
     func badInput(_ item: BadInputCase) throws {
         let implementation = try #require(cliMatrixCases[item.id], "no implementation for \(item.id)")
-        let context = CLIMatrixContext()
+        let context = CLIMatrixContext("cli-matrix")
+        context.write(context.ring.yaml(databasePath: "app.sqlite"))
         let outcome = try implementation(context)
         if let reason = outcome.skipped {
             print("bad-input case \(item.id) skipped: \(reason)")

@@ -239,3 +239,78 @@ public enum ErrorKind {
         }
     }
 }
+
+/// The folder, keys and secrets of one bad-input case: `app.sqlite` in a fresh folder and a ring of
+/// `k1` (passphrase), `k2` (hex) and `k3` (passphrase from an environment variable, current).
+/// Every secret a case makes is collected, so that the checks can search messages for all of them.
+public final class BadInputContext: @unchecked Sendable {
+    /// The case's folder.
+    public let directory: TemporaryDirectory
+    /// The keys of `app.sqlite`.
+    public let ring: TestKeyring
+    /// Every secret this case made; none may appear in a message.
+    public private(set) var secrets: [String]
+    /// File systems mounted for the case; unmounted when the context goes away, after the checks.
+    public var disks: [SmallFilesystem] = []
+
+    /// A new folder named after `label`.
+    public init(_ label: String) {
+        directory = TemporaryDirectory(label)
+        ring = TestKeyring([.passphrase, .hex, .envPassphrase], in: directory)
+        secrets = ring.keys.map(\.secret)
+    }
+
+    /// `app.sqlite` in the folder.
+    public var db: String { directory.file("app.sqlite") }
+
+    /// A new marker passphrase (registered as a secret).
+    public func passphrase(_ label: String) -> String { secret(TestKeys.passphrase(label)) }
+
+    /// New marker hex digits (registered as a secret).
+    public func hex() -> String { secret(TestKeys.hex()) }
+
+    /// Registers text that must not appear in any message (e.g. a malformed key).
+    @discardableResult
+    public func secret(_ text: String) -> String {
+        TestSecrets.register(text)
+        secrets.append(text)
+        return text
+    }
+
+    /// Collects a secret without registering it, so that the helpers let it into a command line
+    /// (for the cases that pass a key on the command line on purpose).
+    public func argumentSecret() -> String {
+        let secret = "ARGV-SECRET-\(UUID().uuidString)"
+        secrets.append(secret)
+        return secret
+    }
+
+    /// The fixture, made by the sqlcipher shell with key `index` of the ring (`settings` is SQL run
+    /// right after the key, e.g. `PRAGMA kdf_iter = 4000;`).
+    public func makeDatabase(at path: String? = nil, key index: Int, settings: String = "", rows: Int = 20) throws {
+        let result = try SQLCipherShell.run(path ?? db, key: ring.keys[index].shellKey, settings + Fixture.sql(rows: rows))
+        guard result.status == 0 else { throw FixtureError(message: result.stderr) }
+    }
+
+    /// Writes `text` to `name` in the folder.
+    public func write(_ text: String, to name: String = "Keys") {
+        _ = FileManager.default.createFile(atPath: directory.file(name), contents: Data(text.utf8))
+    }
+
+    /// Copies a fixture made with key `index` onto a tmpfs with room for the file and 32 KiB more
+    /// (not for a rotation's journal). The mount lives as long as the context.
+    /// - Returns: the file's path on the tmpfs, or the reason no tmpfs could be mounted.
+    public func databaseOnNearlyFullDisk(key index: Int) throws -> Result<String, FixtureError> {
+        let source = directory.file("source.sqlite")
+        try makeDatabase(at: source, key: index, rows: 300)
+        let bytes = Int(FileManager.default.contents(atPath: source)?.count ?? 0)
+        switch SmallFilesystem.mount(size: (bytes + 32 * 1024 + 4095) / 4096 * 4096) {
+        case .failure(let reason): return .failure(reason)
+        case .success(let disk):
+            disks.append(disk)
+            let path = disk.file("app.sqlite")
+            try FileManager.default.copyItem(atPath: source, toPath: path)
+            return .success(path)
+        }
+    }
+}

@@ -17,9 +17,9 @@ public enum TestSecrets {
     /// The first registered secret found in `texts`, in any of the forms it could be printed in
     /// (see ``SecretScan/forms(of:)``).
     public static func firstLeak(in texts: [String]) -> String? {
-        let secrets = all
-        for text in texts {
-            if let found = SecretScan.leaks(of: secrets, in: text).first { return found }
+        let forms = registry.lowercasedForms
+        for text in texts.map({ $0.lowercased() }) {
+            if let found = forms.first(where: { entry in entry.forms.contains { text.contains($0) } }) { return found.secret }
         }
         return nil
     }
@@ -27,10 +27,16 @@ public enum TestSecrets {
     private final class Registry: @unchecked Sendable {
         private let lock = NSLock()
         // Invariant: only touched with `lock` held.
-        private var secrets: Set<String> = []
+        private var secrets: [String: [String]] = [:]
 
-        func add(_ secret: String) { lock.withLock { _ = secrets.insert(secret) } }
-        var values: [String] { lock.withLock { Array(secrets) } }
+        func add(_ secret: String) {
+            lock.withLock {
+                if secrets[secret] == nil { secrets[secret] = SecretScan.forms(of: secret).map { $0.lowercased() } }
+            }
+        }
+
+        var values: [String] { lock.withLock { Array(secrets.keys) } }
+        var lowercasedForms: [(secret: String, forms: [String])] { lock.withLock { secrets.map { ($0.key, $0.value) } } }
     }
 }
 
@@ -46,7 +52,8 @@ public enum SecretScan {
             forms.append(String(secret.prefix(secret.count / 2)))
             forms.append(String(secret.suffix(secret.count / 2)))
         }
-        let hex = secret.utf8.map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef")
+        let hex = String(secret.utf8.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] })
         forms += [hex, hex.uppercased()]
         return Array(Set(forms)).filter { $0.count >= 8 }
     }
