@@ -360,6 +360,24 @@ struct SecretsTests {
         }
     }
 
+    @Test("every public error type's localizedDescription is its description, and holds no key material")
+    func localizedDescriptions() throws {
+        let secret = TestKeys.passphrase("errors")
+        let database = EncryptedDatabaseError.noKeyOpens(path: "/db", triedKeyIDs: ["a"])
+        let keys = KeyConfigurationError.invalidMaterial(keyID: "a", database: "/db", source: "passphrase", problem: .containsNUL(position: 3))
+        let errors: [any Error] = [
+            database, keys, KeyMaterialProblem.empty, KeyMaterialProblem.wrongHexLength(digits: 3), MigrationError.emptyIdentifier,
+            MigrationError.irreversible(identifier: "0001"), SQLiteError.from(handle: nil, code: 5, sql: "PRAGMA key = '\(secret)'"),
+            StatementError.argumentCountMismatch(expected: 1, given: 2, sql: "SELECT ?"), FleetFailure.database(database), FleetFailure.keys(keys),
+            RecordError.notFound(table: "t", key: "1"),
+        ]
+        for error in errors {
+            #expect(error.localizedDescription == "\(error)", "\(type(of: error)): \(error.localizedDescription)")
+            #expect(!error.localizedDescription.contains("The operation could not be completed"))
+            #expect(SecretScan.leaks(of: [secret], in: error.localizedDescription).isEmpty)
+        }
+    }
+
     @Test("an application that writes a key into SQL text is refused, and the error does not repeat the statement")
     func keyAsSQL() throws {
         let scratch = try Scratch()
