@@ -74,7 +74,7 @@ struct Rotate: ParsableCommand {
             }
         }
         if fleet.isEmpty {
-            FileHandle.standardError.write(Data("rekey: the Keys file names no database (its patterns match no file)\n".utf8))
+            FileHandle.standardError.write(Data("rekey: the Keys file \(common.keysPath) names no database (its patterns match no file); check its paths and glob patterns\n".utf8))
             throw ExitCode(ExitStatus.usage.code)
         }
 

@@ -13,10 +13,13 @@ public struct ProcessResult: Sendable {
 /// Runs child processes with given standard input and environment.
 public enum ProcessRunner {
     /// Runs `executable` with `arguments`, feeding `input` on standard input.
+    /// - Throws: ``SecretInArgumentsError`` when an argument holds a secret of ``TestSecrets``.
     public static func run(
         _ executable: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil,
         currentDirectory: String? = nil
     ) throws -> ProcessResult {
+        // Keys go on standard input or in the environment, never in argv (visible to every user).
+        guard TestSecrets.firstLeak(in: arguments) == nil else { throw SecretInArgumentsError(executable: executable) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
