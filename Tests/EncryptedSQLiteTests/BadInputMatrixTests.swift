@@ -209,19 +209,14 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
         }
     },
     "db.noInode": { c in
-        // Space for the journal, but no inode to create it: the engine's rekey fails silently.
-        let source = c.directory.file("source.sqlite")
-        try c.makeDatabase(at: source, key: 0, rows: 50)
-        switch SmallFilesystem.mount(size: 4 << 20, inodes: 2) {
-        case .failure(let reason): return .skip(reason.message)
-        case .success(let disk):
-            c.disks.append(disk)
-            let path = disk.file("app.sqlite")
-            try FileManager.default.copyItem(atPath: source, toPath: path)
-            let before = FileSnapshot(path)
-            let error = c.open(path)
-            return MatrixOutcome(error: error, mustName: [path, "k1", "k3"], unchanged: [(path, before)])
-        }
+        // Space for the journal, but no inode to create it: the page re-encryption cannot create
+        // its journal and stops before writing anything.
+        try noInodeCase(c, strategy: .automatic, mustName: { [$0] })
+    },
+    "db.noInodeEngineRekey": { c in
+        // The engine's rekey cannot create its journal either, returns OK and changes nothing;
+        // the verification catches it.
+        try noInodeCase(c, strategy: .engineRekey, mustName: { [$0, "k1", "k3"] })
     },
     "db.createDiskFull": { c in
         switch SmallFilesystem.mount(size: 64 * 1024) {
@@ -450,5 +445,21 @@ struct BadInputMatrixTests {
             #expect(database.report.openedWithKeyID == "old" && database.report.rotated, "passphrase \(index)")
             #expect(try SQLCipherShell.opens(path, with: .hex(hex)), "passphrase \(index)")
         }
+    }
+}
+
+/// A rotation on a tmpfs with room but no free inode (for the journal), with `strategy`.
+private func noInodeCase(_ c: BadInputContext, strategy: RotationStrategy, mustName: (String) -> [String]) throws -> MatrixOutcome {
+    let source = c.directory.file("source.sqlite")
+    try c.makeDatabase(at: source, key: 0, rows: 50)
+    switch SmallFilesystem.mount(size: 4 << 20, inodes: 2) {
+    case .failure(let reason): return .skip(reason.message)
+    case .success(let disk):
+        c.disks.append(disk)
+        let path = disk.file("app.sqlite")
+        try FileManager.default.copyItem(atPath: source, toPath: path)
+        let before = FileSnapshot(path)
+        let error = c.open(path, options: OpenOptions(rotationStrategy: strategy))
+        return MatrixOutcome(error: error, mustName: mustName(path), unchanged: [(path, before)])
     }
 }

@@ -69,10 +69,17 @@ struct ExportRotation {
         let journalMode = try sqlite("reading the journal mode") { try connection.journalMode() }
         var restoreWAL = false
         if journalMode == "wal" {
-            let mode = try sqlite("leaving WAL mode for the export") { try connection.queryValue("PRAGMA journal_mode = DELETE", as: String.self) }
-            guard mode?.lowercased() == "delete" else {
-                throw .busy(path: path, detail: "the file is in WAL mode and another connection has it open; close other connections before encrypting or changing cipher settings")
+            let walBusy = EncryptedDatabaseError.busy(path: path, detail: "the file is in WAL mode and another connection has it open; close other connections before encrypting or changing cipher settings")
+            let mode: String?
+            do {
+                mode = try connection.queryValue("PRAGMA journal_mode = DELETE", as: String.self)
+            } catch let error as SQLiteError where error.code.primary == .busy || error.code.primary == .locked {
+                // Leaving WAL mode needs the file to ourselves: waiting longer would not help.
+                throw walBusy
+            } catch {
+                throw sqliteError(error, "leaving WAL mode for the export")
             }
+            guard mode?.lowercased() == "delete" else { throw walBusy }
             restoreWAL = true
         }
         var swapped = false
@@ -244,6 +251,15 @@ struct ExportRotation {
             throw error
         } catch {
             throw fail("could not be checked: \(error)")
+        }
+    }
+
+    /// The error for a failure of SQLite work during `operation`.
+    private func sqliteError(_ error: any Error, _ operation: String) -> EncryptedDatabaseError {
+        switch error {
+        case let error as EncryptedDatabaseError: return error
+        case let error as SQLiteError: return EncryptedDatabaseError.from(error, path: path, operation: operation)
+        default: return .ioFailure(path: path, operation: operation, detail: "\(error)")
         }
     }
 
