@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+        // Tests only: generators and seeded random numbers for the fuzz tests.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // SQLCipher from Debian's libsqlcipher-dev. The shim defines SQLITE_HAS_CODEC and includes
@@ -60,7 +62,11 @@ let package = Package(
         ),
         .testTarget(
             name: "EncryptedSQLiteTests",
-            dependencies: ["EncryptedSQLite", "CSQLCipher", "TestSupport"]
+            dependencies: [
+                "EncryptedSQLite", "CSQLCipher", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
         ),
         .testTarget(
             name: "RekeyTests",
@@ -80,7 +86,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashTests",
-            dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness"]
+            dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness", "rekey"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -65,7 +65,12 @@ struct Status: ParsableCommand {
         } else {
             parts.append("key \"\(state.openedWithKeyID)\"" + (state.legacy ? " (legacy)" : ""))
         }
-        parts.append(state.needsRotation ? "needs rotation to \"\(state.currentKeyID)\" (\(state.rotationMethod == .export ? "export" : "in place"))" : "current")
+        let method = switch state.rotationMethod {
+        case .export: "export"
+        case .pageReencryption: "page re-encryption"
+        case .inPlace, nil: "engine rekey"
+        }
+        parts.append(state.needsRotation ? "needs rotation to \"\(state.currentKeyID)\" (\(method))" : "current")
         parts.append("journal \(state.journalMode)")
         parts.append("\(state.pageCount) pages of \(state.pageSize) bytes")
         if let kdf = state.kdfIterations { parts.append("kdf_iter \(kdf)") }

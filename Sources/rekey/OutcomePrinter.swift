@@ -46,7 +46,12 @@ struct OutcomePrinter {
         case .rotated(let report):
             let rotation = report.rotation!
             let how = rotation.method == .export ? "rewritten for" : "rotated to"
-            return "\(outcome.path): opened with key \"\(report.openedWithKeyID)\", \(how) \"\(rotation.toKeyID)\" in \(ms(rotation.totalDuration)) ms (\(rotation.method == .export ? "export" : "rekey") \(ms(rotation.rekeyDuration)) ms, verify \(rotation.verification.rawValue) \(ms(rotation.verifyDuration)) ms)"
+            let step = switch rotation.method {
+            case .export: "export"
+            case .pageReencryption: "page re-encryption"
+            case .inPlace: "engine rekey"
+            }
+            return "\(outcome.path): opened with key \"\(report.openedWithKeyID)\", \(how) \"\(rotation.toKeyID)\" in \(ms(rotation.totalDuration)) ms (\(step) \(ms(rotation.rekeyDuration)) ms, verify \(rotation.verification.rawValue) \(ms(rotation.verifyDuration)) ms)"
         case .alreadyCurrent(let report):
             return "\(outcome.path): already on the current key \"\(report.currentKeyID)\" (\(report.attempts.count) key(s) tried, \(ms(report.totalDuration)) ms)"
         case .checked(let check):

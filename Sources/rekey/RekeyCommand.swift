@@ -21,3 +21,4 @@ struct RekeyCommand: ParsableCommand {
 }
 
 extension RotationVerification: ExpressibleByArgument {}
+extension RotationStrategy: ExpressibleByArgument {}

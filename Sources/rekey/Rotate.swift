@@ -34,8 +34,14 @@ struct Rotate: ParsableCommand {
     @Flag(help: "Print one JSON document instead of lines of text.")
     var json = false
 
-    @Option(help: "How to verify a rotation: schema, quickCheck or integrityCheck.")
-    var verify: RotationVerification = .quickCheck
+    @Option(help: "How to verify a rotation: schema, pages (every page authenticated with the new key before the rotation commits), quickCheck or integrityCheck.")
+    var verify: RotationVerification = OpenOptions().verification
+
+    @Option(help: "How a key change rewrites the file: automatic (the library re-encrypts the pages in parallel under a rollback journal when it can) or engineRekey (always SQLCipher's own rekey, one page at a time).")
+    var strategy: RotationStrategy = OpenOptions().rotationStrategy
+
+    @Option(help: ArgumentHelp("Threads one page re-encryption uses for its cryptography (default: one per processor).", valueName: "n"))
+    var threads: Int = OpenOptions().rotationThreads
 
     @OptionGroup var common: CommonOptions
 
@@ -46,11 +52,14 @@ struct Rotate: ParsableCommand {
         if !(1...256).contains(jobs) {
             throw ValidationError("--jobs must be between 1 and 256")
         }
+        if !(1...256).contains(threads) {
+            throw ValidationError("--threads must be between 1 and 256")
+        }
     }
 
     mutating func run() throws {
         common.bootstrapLogging()
-        let options = OpenOptions(busyTimeout: common.timeout, verification: verify, logger: Logger(label: "rekey"))
+        let options = OpenOptions(busyTimeout: common.timeout, verification: verify, rotationStrategy: strategy, rotationThreads: threads, logger: Logger(label: "rekey"))
 
         var fleet: [FleetDatabase]
         switch Result(catching: { () throws(KeyConfigurationError) in try KeysFile.load(path: common.keysPath) }) {
@@ -65,7 +74,7 @@ struct Rotate: ParsableCommand {
             }
         }
         if fleet.isEmpty {
-            FileHandle.standardError.write(Data("rekey: the Keys file names no database (its patterns match no file)\n".utf8))
+            FileHandle.standardError.write(Data("rekey: the Keys file \(common.keysPath) names no database (its patterns match no file); check its paths and glob patterns\n".utf8))
             throw ExitCode(ExitStatus.usage.code)
         }
 

@@ -55,30 +55,23 @@ struct MigrationKillTests {
         let allowed = MigrationState.allowed(ledgerRows: Self.rows)
 
         // Calibrate with an uninterrupted run.
-        let start = ContinuousClock.now
-        let full = try ProcessRunner.run(BuiltProduct.path("crash-harness"), ["migrate", path], environment: environment)
-        let runTime = ContinuousClock.now - start
+        let (full, runTime) = try KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["migrate", path], environment: environment, directory: directory.path).uninterrupted()
         #expect(full.status == 0, "\(full.stderr)")
         #expect(full.stdout == "applied: 0001_accounts,0002_ledger,0003_index\n")
 
         var outcomes: [String: Int] = [:]
         var failures = 0
+        // For the stress table: "old" = stopped at an earlier migration boundary (or before the
+        // file existed), "new" = every migration applied, mismatch = any state between boundaries.
+        var tally = CrashTally(path: "kill -9: migration (150,000-row step)")
+        let harness = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["migrate", path], environment: environment, directory: directory.path)
         for _ in 0..<Self.trials {
             for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: BuiltProduct.path("crash-harness"))
-            process.arguments = ["migrate", path]
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let microseconds = Double.random(in: 0...1) * runTime.milliseconds * 1000
-            usleep(useconds_t(microseconds))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try harness.killed(after: .nanoseconds(Int64(Double.random(in: 0...1) * runTime.seconds * 1e9)))
 
             guard FileManager.default.fileExists(atPath: path) else {
                 outcomes["no file yet", default: 0] += 1  // killed before the database was created
+                tally.record(.openedWithOld)
                 continue
             }
             do {
@@ -87,8 +80,10 @@ struct MigrationKillTests {
                 let integrity = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) }
                 if allowed.contains(state) && integrity == "ok" {
                     outcomes[state.description, default: 0] += 1
+                    tally.record(state == allowed.last ? .openedWithNew : .openedWithOld)
                 } else {
                     failures += 1
+                    tally.record(integrity == "ok" ? .checksumMismatch : .unopenable)
                     Issue.record("inconsistent state: \(state), integrity \(integrity ?? "?")")
                 }
                 // Re-running finishes the job.
@@ -96,9 +91,11 @@ struct MigrationKillTests {
                 #expect(try finished.read { try MigrationState.read($0) } == allowed.last)
             } catch {
                 failures += 1
+                tally.record(.unopenable)
                 Issue.record("\(error)")
             }
         }
+        print(tally.row)
         print("kill -9 during migrations, uninterrupted run \(Int(runTime.milliseconds)) ms: \(Self.trials) trials, \(outcomes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")), inconsistent or unopenable: \(failures)")
         #expect(failures == 0)
     }

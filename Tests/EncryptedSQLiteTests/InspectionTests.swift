@@ -90,7 +90,7 @@ struct InspectionTests {
         let snapshot = FileSnapshot(path)
         let state = try DatabaseInspection.state(path: path, keys: keys)
         #expect(FileSnapshot(path) == snapshot)
-        #expect(state.openedWithKeyID == "k1" && state.currentKeyID == "k2" && state.needsRotation && state.rotationMethod == .inPlace)
+        #expect(state.openedWithKeyID == "k1" && state.currentKeyID == "k2" && state.needsRotation && state.rotationMethod == .pageReencryption)
         #expect(state.pageSize == 1024 && state.kdfIterations == 64000 && state.useHMAC == true && !state.plaintext)
         #expect(state.pageCount * state.pageSize == Int(state.bytes))
         #expect(state.journalMode == "delete" && state.userVersion == 42 && state.sideFiles.isEmpty)

@@ -14,8 +14,9 @@ struct UpgradeCase: CustomTestStringConvertible, Sendable {
     let kinds: [SourceKind]
     let oldIndex: Int
     let madeByShell: Bool
+    let strategy: RotationStrategy
     var testDescription: String {
-        "\(kinds.map(\.rawValue).joined(separator: ",")) made with key \(oldIndex + 1) by \(madeByShell ? "sqlcipher shell" : "library")"
+        "\(kinds.map(\.rawValue).joined(separator: ",")) made with key \(oldIndex + 1) by \(madeByShell ? "sqlcipher shell" : "library"), \(strategy)"
     }
 }
 
@@ -28,7 +29,9 @@ let upgradeCases: [UpgradeCase] = {
         [.filePassphrase, .envHex, .passphrase],
     ]
     return lists.enumerated().flatMap { listIndex, kinds in
-        [0, 1].map { UpgradeCase(kinds: kinds, oldIndex: $0, madeByShell: (listIndex + $0) % 2 == 0) }
+        [0, 1].flatMap { old in
+            RotationStrategy.allCases.map { UpgradeCase(kinds: kinds, oldIndex: old, madeByShell: (listIndex + old) % 2 == 0, strategy: $0) }
+        }
     }
 }()
 
@@ -47,10 +50,11 @@ struct RotationTests {
         }
         let before = try digest(of: path, with: ring.only(scenario.oldIndex, database: path))
 
-        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(rotationStrategy: scenario.strategy))
         let report = database.report
         #expect(report.openedWithKeyID == old.id)
         #expect(report.rotated)
+        #expect(report.rotation?.method == (scenario.strategy == .automatic ? .pageReencryption : .inPlace))
         #expect(report.rotation?.toKeyID == "k3")
         // Current key first, then the older keys from the oldest, up to the one that opened it.
         #expect(report.attempts.map(\.keyID) == ["k3"] + ring.keys[0...scenario.oldIndex].map(\.id))
@@ -83,16 +87,17 @@ struct RotationTests {
         #expect(again.report.isOnCurrentKey)
     }
 
-    @Test("a WAL-mode file made by the shell rotates and stays in WAL mode")
-    func walMode() throws {
+    @Test("a WAL-mode file made by the shell rotates and stays in WAL mode", arguments: RotationStrategy.allCases)
+    func walMode(strategy: RotationStrategy) throws {
         let directory = TemporaryDirectory("wal")
         let ring = TestKeyring([.hex, .passphrase], in: directory)
         let path = directory.file("app.sqlite")
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 2000, walMode: true)
         let before = try digest(of: path, with: ring.only(0, database: path))
         do {
-            let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+            let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(rotationStrategy: strategy))
             #expect(database.report.rotation?.journalMode == "wal")
+            #expect(database.report.rotation?.method == (strategy == .automatic ? .pageReencryption : .inPlace))
             #expect(try database.read { try $0.journalMode() } == "wal")
             #expect(try database.read { try Fixture.contentDigest($0) } == before)
         }
@@ -118,14 +123,14 @@ struct RotationTests {
         #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
-    @Test("every verification level accepts a good rotation and reports its timings")
-    func verificationLevels() throws {
-        for level in [RotationVerification.schema, .quickCheck, .integrityCheck] {
+    @Test("every verification level accepts a good rotation and reports its timings", arguments: RotationStrategy.allCases)
+    func verificationLevels(strategy: RotationStrategy) throws {
+        for level in RotationVerification.allCases {
             let directory = TemporaryDirectory("verify")
             let ring = TestKeyring([.hex, .hex], in: directory)
             let path = directory.file("app.sqlite")
             try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
-            let rotation = try #require(try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(verification: level)).report.rotation)
+            let rotation = try #require(try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(verification: level, rotationStrategy: strategy)).report.rotation)
             #expect(rotation.verification == level)
             #expect(rotation.rekeyDuration > .zero && rotation.totalDuration >= rotation.rekeyDuration + rotation.verifyDuration)
             #expect(rotation.bytes == Int64(FileSystem.size(of: path) ?? -1))

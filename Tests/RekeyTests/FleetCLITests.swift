@@ -164,7 +164,7 @@ struct InspectCLITests {
         let before = FileSnapshot(fixture.path)
         let status = try fixture.rekey(["status", "--db", "app.sqlite"])
         #expect(status.status == 0, "\(status.stderr)")
-        #expect(status.stdout.hasPrefix("app.sqlite: key \"k1\", needs rotation to \"k3\" (in place), journal delete, "))
+        #expect(status.stdout.hasPrefix("app.sqlite: key \"k1\", needs rotation to \"k3\" (page re-encryption), journal delete, "))
         #expect(status.stdout.contains("pages of 1024 bytes, kdf_iter 64000, hmac on"))
         let json = try fixture.rekey(["status", "--db", "app.sqlite", "--json"])
         let state = try #require(((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["databases"] as? [[String: Any]])?.first)

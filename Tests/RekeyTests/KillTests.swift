@@ -3,199 +3,211 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Outcomes of kill -9 trials on one rotation path.
-struct KillTally: CustomStringConvertible {
-    var trials = 0
-    var killedWhileRunning = 0
-    var openedWithOld = 0
-    var openedWithNew = 0
-    var unopenable = 0
-    var checksumMismatches = 0
-    var integrityFailures = 0
+/// One rotation path of the `rekey` CLI, set up for kill -9 trials.
+struct KillPath: CustomTestStringConvertible, Sendable {
+    enum Kind: String, Sendable {
+        case pageReencryption, pageReencryptionWAL, engineRekey, engineRekeyWAL, plaintextExport, settingsExport
+    }
 
-    var description: String {
-        "\(trials) trials (\(killedWhileRunning) killed mid-run): opened with old key \(openedWithOld), with new key \(openedWithNew), unopenable \(unopenable), checksum mismatches \(checksumMismatches), integrity failures \(integrityFailures)"
+    let kind: Kind
+
+    static let all: [KillPath] = [.pageReencryption, .pageReencryptionWAL, .engineRekey, .engineRekeyWAL, .plaintextExport, .settingsExport].map(KillPath.init)
+
+    var testDescription: String {
+        switch kind {
+        case .pageReencryption: "page re-encryption, rollback-journal file"
+        case .pageReencryptionWAL: "page re-encryption, WAL file"
+        case .engineRekey: "engine rekey (--strategy engineRekey), rollback-journal file"
+        case .engineRekeyWAL: "engine rekey (--strategy engineRekey), WAL file"
+        case .plaintextExport: "export + swap: plaintext to encrypted"
+        case .settingsExport: "export + swap: new cipher settings"
+        }
+    }
+
+    var isDefaultRotation: Bool { kind == .pageReencryption || kind == .pageReencryptionWAL }
+    var walMode: Bool { kind == .pageReencryptionWAL || kind == .engineRekeyWAL }
+
+    /// Trials: REKEY_KILL_TRIALS for every path, else 20 for the default rotation and 10 for the others.
+    var trials: Int {
+        Int(ProcessInfo.processInfo.environment["REKEY_KILL_TRIALS"] ?? "") ?? (isDefaultRotation ? 20 : 10)
+    }
+
+    /// Rows of 1000 random bytes: about 22 MB for the default rotation, 9 MB for the others
+    /// (REKEY_KILL_ROWS overrides).
+    var rows: Int {
+        Int(ProcessInfo.processInfo.environment["REKEY_KILL_ROWS"] ?? "") ?? (isDefaultRotation ? 20_000 : 8_000)
     }
 }
 
 @Suite("kill -9 during rotation", .serialized)
 struct KillTests {
-    /// Trials per journal mode; raise with REKEY_KILL_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["REKEY_KILL_TRIALS"] ?? "") ?? 20
-    /// Rows of 1000 random bytes: about 33 MB with 1 KiB pages.
-    static let rows = Int(ProcessInfo.processInfo.environment["REKEY_KILL_ROWS"] ?? "") ?? 30_000
+    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
 
-    @Test("the rekey process killed at random instants leaves a file that opens with the old or the new key, intact",
-          arguments: ["delete", "wal"])
-    func killDuringRotation(journalMode: String) throws {
-        let directory = TemporaryDirectory("kill-\(journalMode)")
-        let ring = TestKeyring([.passphrase, .hex], in: directory)
-        let keysYAML = ring.yaml(databasePath: "app.sqlite")
-        let fixture = directory.file("fixture.sqlite")
-        let oldKeys = try ring.only(0, database: fixture)
-        do {
-            let database = try EncryptedDatabase(path: fixture, keys: oldKeys, options: OpenOptions(createIfMissing: true))
-            try database.writeWithoutTransaction { db in
-                _ = try db.queryValue("PRAGMA journal_mode = \(journalMode)", as: String.self)
-                try db.execute("""
-                    CREATE TABLE big(id INTEGER PRIMARY KEY, tag TEXT, payload BLOB);
-                    CREATE INDEX big_tag ON big(tag);
-                    PRAGMA user_version = 9;
-                    """)
-                try db.execute("""
-                    WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ?)
-                    INSERT INTO big(tag, payload) SELECT 'tag' || (x % 97), randomblob(1000) FROM n
-                    """, [Self.rows])
-                if journalMode == "wal" { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-            }
-        }
-        let expected = try digest(fixture, keys: oldKeys)
+    @Test("the rekey process killed at random instants leaves the old file or the complete new one: the sqlcipher shell and the library open it with one of the keys, intact, and the next run finishes the job and leaves nothing behind",
+          arguments: KillPath.all)
+    func killDuringRotation(_ path: KillPath) throws {
+        let setup = try KillSetup(path)
         let trialFolder = TemporaryDirectory("kill-trial")
-        _ = FileManager.default.createFile(atPath: trialFolder.file("Keys"), contents: Data(keysYAML.utf8))
-        let path = trialFolder.file("app.sqlite")
+        try setup.writeKeysFile(into: trialFolder)
+        let database = trialFolder.file("app.sqlite")
+        var arguments = ["--db", "app.sqlite", "--json"]
+        if path.kind == .engineRekey || path.kind == .engineRekeyWAL { arguments += ["--strategy", "engineRekey"] }
+        let trial = KillTrial(executable: RekeyCLI.path, arguments: arguments, environment: setup.ring.environment, directory: trialFolder.path)
 
-        // Calibrate: how long an uninterrupted run takes (it must succeed).
-        try reset(path, from: fixture)
-        let stopwatch = ContinuousClock.now
-        let full = try RekeyCLI.run(["--db", "app.sqlite"], in: trialFolder, environment: ring.environment)
-        let runTime = ContinuousClock.now - stopwatch
+        // Calibrate: an uninterrupted run must succeed, with the expected method; its report
+        // tells when the rotation starts, so that most kills land inside it.
+        try setup.reset(database)
+        let (full, wall) = try trial.uninterrupted()
         #expect(full.status == 0, "\(full.stderr)")
+        let rotation = try Self.rotation(in: full.stdout)
+        #expect(rotation.method == setup.expectedMethod, "\(full.stdout)")
+        let window = max(.zero, wall - .milliseconds(Int64(rotation.totalMs * 1.25)))...wall
 
-        var tally = KillTally()
-        for _ in 0..<Self.trials {
-            try reset(path, from: fixture)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: RekeyCLI.path)
-            process.arguments = ["--db", "app.sqlite"]
-            process.currentDirectoryURL = URL(fileURLWithPath: trialFolder.path)
-            process.environment = ring.environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let delay = Double.random(in: 0...1) * Double(runTime.components.seconds * 1_000_000 + runTime.components.attoseconds / 1_000_000_000_000)
-            usleep(useconds_t(delay))
-            if process.isRunning { tally.killedWhileRunning += 1 }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            tally.trials += 1
-
-            // What a user would do next: open it with the key list (this recovers a hot journal).
-            do {
-                let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(rotateToCurrentKey: false))
-                let opened = database.report.openedWithKeyID
-                if opened == "k1" { tally.openedWithOld += 1 } else { tally.openedWithNew += 1 }
-                let integrity = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) }
-                if integrity != "ok" { tally.integrityFailures += 1 }
-                if try database.read({ try Fixture.contentDigest($0) }) != expected { tally.checksumMismatches += 1 }
-                let shellKey = opened == "k1" ? ring.keys[0].shellKey : ring.keys[1].shellKey
-                if try !SQLCipherShell.opens(path, with: shellKey) { tally.integrityFailures += 1 }
-            } catch {
-                tally.unopenable += 1
-                Issue.record("trial \(tally.trials): \(error)")
-            }
+        var random = SeededRandom(seed: Self.seed)
+        var tally = CrashTally(path: "kill -9: \(path.testDescription)")
+        var killedMidRun = 0
+        for number in 1...path.trials {
+            try setup.reset(database)
+            if try trial.killed(after: KillTrial.instant(in: window, random: &random)) { killedMidRun += 1 }
+            tally.record(try setup.check(database, in: trialFolder, trial: "trial \(number)"))
         }
-        print("kill -9 during rotation [\(journalMode)], uninterrupted run \(Int(runTime.milliseconds)) ms: \(tally)")
-        #expect(tally.trials == Self.trials)
+        print(tally.row)
+        print("\(tally); uninterrupted run \(Int(wall.seconds * 1000)) ms (rotation \(Int(rotation.totalMs)) ms), \(killedMidRun) killed mid-run, seed \(Self.seed)")
+        #expect(tally.trials == path.trials)
         #expect(tally.unopenable == 0)
         #expect(tally.checksumMismatches == 0)
-        #expect(tally.integrityFailures == 0)
-        #expect(tally.openedWithOld + tally.openedWithNew == tally.trials)
     }
 
-    @Test("rekey killed at random instants while it encrypts a plaintext file: always the original plaintext file or the complete encrypted one, and no temporary survives the next run")
-    func killDuringPlaintextEncryption() throws {
-        let directory = TemporaryDirectory("kill-plain")
-        let ring = TestKeyring([.passphrase, .hex], in: directory, plaintextID: "v0")
-        let fixture = directory.file("fixture.sqlite")
-        let rows = Self.rows / 2
-        let made = try SQLiteShell.run(fixture, """
+    struct RotationJSON: Decodable {
+        let method: String
+        let totalMs: Double
+    }
+
+    static func rotation(in json: String) throws -> RotationJSON {
+        struct Document: Decodable { let databases: [Entry] }
+        struct Entry: Decodable { let rotation: RotationJSON? }
+        let document = try JSONDecoder().decode(Document.self, from: Data(json.utf8))
+        return try #require(document.databases.first?.rotation)
+    }
+}
+
+/// The fixture, keys and checks of one kill path.
+struct KillSetup {
+    let path: KillPath
+    let fixture: TemporaryDirectory
+    let ring: TestKeyring
+    let expected: String
+    let newSettings: CipherSettings
+
+    init(_ path: KillPath) throws {
+        self.path = path
+        fixture = TemporaryDirectory("kill-fixture")
+        let plaintext = path.kind == .plaintextExport
+        ring = TestKeyring([.passphrase, .hex], in: fixture, plaintextID: plaintext ? "v0" : nil)
+        newSettings = path.kind == .settingsExport ? CipherSettings(kdfIterations: 10_000, pageSize: 4096) : .engineDefault
+        let file = fixture.file("app.sqlite")
+        let content = """
             CREATE TABLE big(id INTEGER PRIMARY KEY, tag TEXT, payload BLOB);
             CREATE INDEX big_tag ON big(tag);
             PRAGMA user_version = 9;
             PRAGMA application_id = 77;
-            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(rows))
+            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(path.rows))
             INSERT INTO big(tag, payload) SELECT 'tag' || (x % 97), randomblob(1000) FROM n;
-            """)
-        #expect(made.status == 0, "\(made.stderr)")
-        let plaintextOnly = try KeyList(database: fixture, keys: [.plaintext(id: "v0"), DatabaseKey(id: "unused", source: .hex(TestKeys.hex()))])
-        let expected = try digest(fixture, keys: plaintextOnly)
-        let fixtureBytes = try Data(contentsOf: URL(fileURLWithPath: fixture))
-
-        let trialFolder = TemporaryDirectory("kill-plain-trial")
-        _ = FileManager.default.createFile(atPath: trialFolder.file("Keys"), contents: Data(ring.yaml(databasePath: "app.sqlite").utf8))
-        let path = trialFolder.file("app.sqlite")
-        let keys = try ring.keyList(database: path)
-
-        try reset(path, from: fixture)
-        let stopwatch = ContinuousClock.now
-        let full = try RekeyCLI.run(["--db", "app.sqlite"], in: trialFolder, environment: ring.environment)
-        let runTime = ContinuousClock.now - stopwatch
-        #expect(full.status == 0, "\(full.stderr)")
-
-        var tally = KillTally()
-        var leftTemporaries = 0, strayAfterNextRun = 0, plaintextIntact = 0
-        for _ in 0..<Self.trials {
-            try reset(path, from: fixture)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: RekeyCLI.path)
-            process.arguments = ["--db", "app.sqlite"]
-            process.currentDirectoryURL = URL(fileURLWithPath: trialFolder.path)
-            process.environment = ring.environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let delay = Double.random(in: 0.3...1.2) * Double(runTime.components.seconds * 1_000_000 + runTime.components.attoseconds / 1_000_000_000_000)
-            usleep(useconds_t(delay))
-            if process.isRunning { tally.killedWhileRunning += 1 }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            tally.trials += 1
-            if trialFolder.listing().contains(where: { $0.hasSuffix(".rekey-export") }) { leftTemporaries += 1 }
-
-            // Right after the kill, before anything else touches it: one of the two complete files.
-            switch DatabaseFileKind.inspect(path: path) {
-            case .plaintextSQLite:
-                tally.openedWithOld += 1
-                if (try? Data(contentsOf: URL(fileURLWithPath: path))) == fixtureBytes { plaintextIntact += 1 }
-                if try digest(path, keys: plaintextOnly) != expected { tally.checksumMismatches += 1 }
-            case .opaque:
-                tally.openedWithNew += 1
-                if try !SQLCipherShell.opens(path, with: ring.keys[1].shellKey) { tally.integrityFailures += 1 }
-                if try digest(path, keys: ring.only(1, database: path)) != expected { tally.checksumMismatches += 1 }
-            default:
-                tally.unopenable += 1
-            }
-            // The next run finishes the job and leaves nothing behind.
-            do {
-                let database = try EncryptedDatabase(path: path, keys: keys)
-                #expect(database.report.isOnCurrentKey)
-                if try database.read({ try Fixture.contentDigest($0) }) != expected { tally.checksumMismatches += 1 }
-            } catch {
-                tally.unopenable += 1
-                Issue.record("trial \(tally.trials): \(error)")
-            }
-            if trialFolder.listing().contains(where: { $0.hasPrefix(".app.sqlite.") || $0.hasSuffix("-journal") }) { strayAfterNextRun += 1 }
+            """
+        if plaintext {
+            let made = try SQLiteShell.run(file, content)
+            #expect(made.status == 0, "\(made.stderr)")
+            expected = try Self.digest(file, KeyList(database: file, keys: [.plaintext(id: "v0"), DatabaseKey(id: "unused", source: .hex(TestKeys.hex()))]))
+        } else {
+            let mode = path.walMode ? "PRAGMA journal_mode = WAL;\n" : ""
+            let made = try SQLCipherShell.run(file, key: ring.keys[0].shellKey, mode + content + (path.walMode ? "\nPRAGMA wal_checkpoint(TRUNCATE);" : ""))
+            #expect(made.status == 0, "\(made.stderr)")
+            expected = try Self.digest(file, ring.only(0, database: file))
         }
-        print("kill -9 during plaintext encryption, uninterrupted run \(Int(runTime.milliseconds)) ms: \(tally); original bytes intact in \(plaintextIntact) of \(tally.openedWithOld) plaintext outcomes; temporaries left by the kill \(leftTemporaries), left after the next run \(strayAfterNextRun)")
-        #expect(tally.trials == Self.trials)
-        #expect(tally.unopenable == 0)
-        #expect(tally.checksumMismatches == 0)
-        #expect(tally.integrityFailures == 0)
-        #expect(plaintextIntact == tally.openedWithOld)
-        #expect(strayAfterNextRun == 0)
     }
 
-    private func reset(_ path: String, from fixture: String) throws {
-        for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        let folder = (path as NSString).deletingLastPathComponent
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".rekey-export") || name.contains(".rekey-export-") {
-            try? FileManager.default.removeItem(atPath: folder + "/" + name)
+    var expectedMethod: String {
+        switch path.kind {
+        case .pageReencryption, .pageReencryptionWAL: RotationMethod.pageReencryption.rawValue
+        case .engineRekey, .engineRekeyWAL: RotationMethod.inPlace.rawValue
+        case .plaintextExport, .settingsExport: RotationMethod.export.rawValue
         }
-        try FileManager.default.copyItem(atPath: fixture, toPath: path)
     }
 
-    private func digest(_ path: String, keys: KeyList) throws -> String {
-        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
+    /// The Keys file for `app.sqlite` in `folder` (with the new key's cipher settings).
+    func writeKeysFile(into folder: TemporaryDirectory) throws {
+        var yaml = ring.yaml(databasePath: "app.sqlite")
+        if path.kind == .settingsExport {
+            yaml += "        cipher: {kdf_iter: 10000, page_size: 4096}\n"
+        }
+        _ = FileManager.default.createFile(atPath: folder.file("Keys"), contents: Data(yaml.utf8))
+    }
+
+    /// The key list the library uses to check a trial's result.
+    func keys(at file: String) throws -> KeyList {
+        var keys: [DatabaseKey] = path.kind == .plaintextExport ? [.plaintext(id: "v0")] : [ring.keys[0].key]
+        if path.kind == .plaintextExport { keys.append(ring.keys[0].key) }
+        let new = ring.keys[1].key
+        keys.append(DatabaseKey(id: new.id, source: new.source, cipher: newSettings))
+        return try KeyList(database: file, keys: keys, environment: ring.environment)
+    }
+
+    /// Puts a fresh copy of the fixture at `file`, with no side files or temporaries.
+    func reset(_ file: String) throws {
+        let folder = (file as NSString).deletingLastPathComponent
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        where name.hasPrefix("app.sqlite") || name.hasPrefix(".app.sqlite.") {
+            try FileManager.default.removeItem(atPath: folder + "/" + name)
+        }
+        try FileManager.default.copyItem(atPath: fixture.file("app.sqlite"), toPath: file)
+    }
+
+    /// What a user checks after the kill: the independent shell on a copy of exactly what the kill
+    /// left (it rolls back a hot journal itself), then the library, then a next run that must
+    /// finish the rotation and leave nothing behind.
+    func check(_ file: String, in folder: TemporaryDirectory, trial: String) throws -> CrashOutcome {
+        let copy = TemporaryDirectory("kill-copy")
+        for name in folder.listing() where name.hasPrefix("app.sqlite") || name.hasPrefix(".app.sqlite.") {
+            try FileManager.default.copyItem(atPath: folder.file(name), toPath: copy.file(name))
+        }
+        let newShell = ring.keys[1].shellKey.pragma + (path.kind == .settingsExport ? "\nPRAGMA kdf_iter = 10000;\nPRAGMA cipher_page_size = 4096;" : "")
+        let byNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, newShell + "\nPRAGMA integrity_check;")
+        let byOld = path.kind == .plaintextExport
+            ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
+            : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, "PRAGMA integrity_check;")
+        let shellOK = [byNew, byOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
+        if !shellOK { Issue.record("\(trial): the sqlcipher shell opens the file with neither key: \(byNew.stderr) | \(byOld.stderr)") }
+
+        let outcome: CrashOutcome
+        do {
+            let database = try EncryptedDatabase(path: file, keys: keys(at: file), options: OpenOptions(rotateToCurrentKey: false))
+            let integrity = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) }
+            if integrity != "ok" {
+                Issue.record("\(trial): integrity_check: \(integrity ?? "nil")")
+                outcome = .unopenable
+            } else if try database.read({ try Fixture.contentDigest($0) }) != expected {
+                Issue.record("\(trial): the content changed")
+                outcome = .checksumMismatch
+            } else {
+                outcome = database.report.openedWithKeyID == ring.keys[1].id ? .openedWithNew : .openedWithOld
+            }
+        } catch {
+            Issue.record("\(trial): \(error)")
+            return .unopenable
+        }
+        // The next run finishes the job and leaves no temporary, journal or undo file.
+        do {
+            let database = try EncryptedDatabase(path: file, keys: keys(at: file))
+            #expect(database.report.isOnCurrentKey)
+            if try database.read({ try Fixture.contentDigest($0) }) != expected { return .checksumMismatch }
+        }
+        let stray = folder.listing().filter { $0.hasPrefix(".app.sqlite.") || $0.hasSuffix("-journal") || $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }
+        if !stray.isEmpty { Issue.record("\(trial): left behind after the next run: \(stray)") }
+        return shellOK ? outcome : .unopenable
+    }
+
+    static func digest(_ file: String, _ keys: KeyList) throws -> String {
+        let database = try EncryptedDatabase(path: file, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
         return try database.read { try Fixture.contentDigest($0) }
     }
 }

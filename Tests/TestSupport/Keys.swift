@@ -5,12 +5,16 @@ import Foundation
 public enum TestKeys {
     /// A random passphrase with a recognizable marker, to search outputs for.
     public static func passphrase(_ label: String = "pass") -> String {
-        "MARKER-\(label)-\(UUID().uuidString) 'quoted' ünï"
+        let secret = "MARKER-\(label)-\(UUID().uuidString) 'quoted' ünï"
+        TestSecrets.register(secret)
+        return secret
     }
 
     /// 64 random hex digits.
     public static func hex() -> String {
-        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let secret = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        TestSecrets.register(secret)
+        return secret
     }
 
     /// Writes a key file with mode 0600 and returns its path.

@@ -13,10 +13,13 @@ public struct ProcessResult: Sendable {
 /// Runs child processes with given standard input and environment.
 public enum ProcessRunner {
     /// Runs `executable` with `arguments`, feeding `input` on standard input.
+    /// - Throws: ``SecretInArgumentsError`` when an argument holds a secret of ``TestSecrets``.
     public static func run(
         _ executable: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil,
         currentDirectory: String? = nil
     ) throws -> ProcessResult {
+        // Keys go on standard input or in the environment, never in argv (visible to every user).
+        guard TestSecrets.firstLeak(in: arguments) == nil else { throw SecretInArgumentsError(executable: executable) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -27,8 +30,11 @@ public enum ProcessRunner {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
+        // A child that stops reading early (the shells stop at the first error with -bail) must
+        // not kill the test process with SIGPIPE: ignore the signal and the write's EPIPE.
+        _ = ignoreBrokenPipes
+        try? stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
+        try? stdin.fileHandleForWriting.close()
         // Read both pipes concurrently so that neither can fill up and block the child.
         let errorData = LockedData()
         let reader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
@@ -41,6 +47,9 @@ public enum ProcessRunner {
             status: status, stdout: String(decoding: outData, as: UTF8.self),
             stderr: String(decoding: errorData.value, as: UTF8.self))
     }
+
+    /// Ignores SIGPIPE for the whole test process, once.
+    private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
     /// Finds an executable on the PATH.
     public static func which(_ name: String) -> String? {

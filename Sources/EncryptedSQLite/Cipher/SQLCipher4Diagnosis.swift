@@ -49,10 +49,9 @@ struct SQLCipher4Diagnosis {
     /// Page 1, when the file's size fits SQLCipher 4's default page size.
     private func firstPage() -> [UInt8]? {
         guard let size = FileSystem.size(of: path), size >= Int64(Self.pageSize), size % Int64(Self.pageSize) == 0 else { return nil }
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: Self.pageSize), data.count == Self.pageSize else { return nil }
-        return [UInt8](data)
+        // Through SQLite's file layer, like every read of a database file (DatabaseFilePrefix).
+        guard case .success(let bytes) = DatabaseFilePrefix.read(path, count: Self.pageSize), bytes.count == Self.pageSize else { return nil }
+        return bytes
     }
 
     /// The 32-byte encryption key SQLCipher 4 derives from `material` with this salt.

@@ -20,6 +20,11 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// 3.x format on every engine (SQLCipher 4 is pinned to it by ``connectionSetup``).
     var defaults: CipherSettings { CipherSettings(kdfIterations: 64000, pageSize: 1024, useHMAC: true) }
 
+    /// Whether files this engine writes use SQLCipher 3's page layout (``SQLCipher3PageFormat``),
+    /// so that the library can re-encrypt their pages itself: true for 3.x, and for 4.x, which
+    /// ``connectionSetup`` pins to the 3.x format.
+    var writesVersion3Pages: Bool { major == 3 || major >= 4 }
+
     /// Statements every keyed connection runs right after the key, before any setting or read.
     var connectionSetup: [String] {
         major >= 4 ? ["PRAGMA cipher_compatibility = 3"] : []

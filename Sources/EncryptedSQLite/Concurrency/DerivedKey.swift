@@ -10,11 +10,10 @@ import Foundation
 /// a connection keyed with it has read the schema, so a wrong derivation can never be used.
 enum DerivedKey {
     /// The salt of an encrypted database: its first 16 bytes.
+    /// Read through SQLite's file layer (``DatabaseFilePrefix``), never with a descriptor of our own.
     static func salt(ofFileAt path: String) -> [UInt8]? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: 16), data.count == 16 else { return nil }
-        return [UInt8](data)
+        guard case .success(let bytes) = DatabaseFilePrefix.read(path, count: 16), bytes.count == 16 else { return nil }
+        return bytes
     }
 
     /// The raw key plus salt for `material` on a file with `salt`, or `nil` when it cannot be

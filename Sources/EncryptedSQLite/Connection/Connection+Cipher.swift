@@ -34,6 +34,9 @@ extension Connection {
     /// is always given explicitly (an ATTACH without KEY may inherit the main key or write plaintext).
     func attach(path: String, as schema: String, key: KeyMaterial?, settings: CipherSettings) throws {
         let sql = "ATTACH DATABASE ? AS \(schema) KEY ?"
+        #if DEBUG
+        observation?.record(.prepared(sql))
+        #endif
         var statement: OpaquePointer?
         var code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard code == SQLITE_OK, let statement else { throw error(code: code, sql: sql) }

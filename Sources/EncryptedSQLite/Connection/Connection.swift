@@ -55,6 +55,9 @@ public final class Connection {
         handle = opened
         self.path = path
         accessMode = access
+        #if DEBUG
+        observation = SQLObservation.shared.attach(handle: opened, path: path)
+        #endif
         sqlite3_extended_result_codes(handle, 1)
         if let key {
             let keyCode = key.withSQLCipherBytes { bytes in
@@ -69,6 +72,24 @@ public final class Connection {
         sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
     }
 
+    /// Opens `path` read-only, without a key and without running any SQL, only to read the
+    /// file's raw bytes through ``mainDatabaseFile()`` (see ``DatabaseFilePrefix``).
+    ///
+    /// - Throws: ``SQLiteError`` when SQLite cannot open the file.
+    init(rawFileAt path: String) throws {
+        var opened: OpaquePointer?
+        let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        guard code == SQLITE_OK, let opened else {
+            let error = SQLiteError.from(handle: opened, code: code, sql: nil)
+            sqlite3_close_v2(opened)
+            throw error
+        }
+        handle = opened
+        self.path = path
+        accessMode = .readOnly
+        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+    }
+
     private var isClosed = false
     /// How many savepoints ``savepoint(_:)`` has open, to name the next one.
     var savepointDepth = 0
@@ -76,6 +97,10 @@ public final class Connection {
     var statementCache: [String: Statement] = [:]
     /// Custom SQL functions, kept alive while the connection lives.
     var functionBoxes: [AnyObject] = []
+    #if DEBUG
+    /// Test-only SQL observation (see ``SQLObservation``); `nil` unless a test asked for it.
+    var observation: SQLObservation.Attachment?
+    #endif
 
     deinit { close() }
 
@@ -109,6 +134,9 @@ public final class Connection {
     /// - Throws: ``SQLiteError`` for invalid SQL, ``StatementError/emptyStatement(sql:)`` when the
     ///   text holds no statement.
     public func prepare(_ sql: String) throws -> Statement {
+        #if DEBUG
+        observation?.record(.prepared(sql))
+        #endif
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
@@ -122,6 +150,9 @@ public final class Connection {
     /// in every statement that uses the name, and each must be used at least once.
     /// - Throws: ``SQLiteError`` naming the failing statement, or ``StatementError``.
     public func execute(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws {
+        #if DEBUG
+        observation?.record(.prepared(sql))
+        #endif
         var consumed = 0
         var usedNames = Set<String>()
         var last: Statement?

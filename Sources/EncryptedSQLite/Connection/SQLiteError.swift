@@ -133,6 +133,20 @@ extension SQLiteError {
         let extended = handle.map { sqlite3_extended_errcode($0) } ?? code
         // The extended code is only meaningful when its primary part matches the returned code.
         let chosen = (extended & 0xFF) == (code & 0xFF) ? extended : code
-        return SQLiteError(code: ResultCode(rawValue: chosen), message: message, sql: sql)
+        return SQLiteError(code: ResultCode(rawValue: chosen), message: message, sql: sql.map(withoutKeyMaterial))
+    }
+
+    /// Stands for SQL text that is not kept in an error because it holds key material.
+    static let hiddenSQL = "(SQL not shown: it passes a key as text)"
+
+    /// `sql`, or ``hiddenSQL`` when the statement passes a key as SQL text: `PRAGMA key`,
+    /// `rekey`, `hexkey`, `hexrekey` (which the connection refuses), or `ATTACH … KEY` with a
+    /// literal instead of a bound parameter. The library never writes such SQL; an application
+    /// that does must not see its key repeated in the error.
+    static func withoutKeyMaterial(_ sql: String) -> String {
+        let text = sql.lowercased()
+        let keyPragma = text.contains(/pragma\s+[^=(;]*key/)
+        let literalAttachKey = text.contains(/\battach\b/) && text.contains(/\bkey\b\s*[^?:@$\s]/)
+        return keyPragma || literalAttachKey ? hiddenSQL : sql
     }
 }

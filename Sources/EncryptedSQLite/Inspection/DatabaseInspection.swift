@@ -56,7 +56,7 @@ public enum DatabaseInspection {
             return DatabaseState(
                 path: path, bytes: FileSystem.size(of: path) ?? 0, plaintext: key.isPlaintext,
                 openedWithKeyID: key.id, currentKeyID: keys.currentID, needsRotation: !onCurrent,
-                rotationMethod: onCurrent ? nil : (DatabaseOpener.needsExport(from: key, to: keys.current) ? .export : .inPlace),
+                rotationMethod: onCurrent ? nil : DatabaseOpener.plannedMethod(from: key, to: keys.current, strategy: .automatic),
                 journalMode: try db.journalMode(),
                 pageSize: try db.queryValue("PRAGMA page_size", as: Int.self) ?? 0,
                 pageCount: try db.queryValue("PRAGMA page_count", as: Int.self) ?? 0,

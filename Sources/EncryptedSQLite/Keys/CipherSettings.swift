@@ -47,6 +47,8 @@ public struct CipherSettings: Sendable, Hashable, Codable, CustomStringConvertib
     /// Checks the values SQLCipher accepts.
     func problem() -> String? {
         if let kdfIterations, kdfIterations < 1 { return "kdf_iter must be at least 1" }
+        // SQLCipher and OpenSSL take the iteration count as a 32-bit int.
+        if let kdfIterations, kdfIterations > Int(Int32.max) { return "kdf_iter must be at most \(Int32.max)" }
         if let pageSize, pageSize < 512 || pageSize > 65536 || pageSize & (pageSize - 1) != 0 {
             return "page_size must be a power of two from 512 to 65536"
         }

@@ -39,6 +39,22 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     /// The `Keys` file has no entry for this database.
     case databaseNotConfigured(database: String, keysFile: String, configured: [String])
 
+    /// Stands for an unknown field name in ``unknownField(path:location:field:allowed:)`` when the
+    /// name does not look like a field name (it may be a value, such as a key written as
+    /// `passphrase:secret` without a space, which YAML reads as one name). It is never shown.
+    public static let hiddenFieldName = "<not shown>"
+
+    /// `name` when it looks like a field name (letters, digits, `_` and `-`, at most 40
+    /// characters, not starting with a digit); else ``hiddenFieldName``, so that a value typed in
+    /// the place of a name (possibly a key) never appears in an error.
+    static func shownFieldName(_ name: String) -> String {
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 40,
+              first == "_" || ("a"..."z").contains(first) || ("A"..."Z").contains(first),
+              name.unicodeScalars.allSatisfy({ $0 == "_" || $0 == "-" || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) })
+        else { return hiddenFieldName }
+        return name
+    }
+
     /// What is wrong, where, and what to do.
     public var description: String {
         switch self {
@@ -47,7 +63,7 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
         case let .emptyKeyID(database, position):
             return "\(database): key \(position) has an empty id; give every key a label such as \"2025-06\""
         case let .duplicateKeyID(id, database):
-            return "\(database): key id \"\(id)\" appears twice; every key needs its own id"
+            return "\(database): key id \"\(id)\" appears twice; give every key its own id"
         case let .duplicateKeyMaterial(keyID, sameAs, database):
             return "\(database): keys \"\(sameAs)\" and \"\(keyID)\" have the same material, so a rotation between them would change nothing; give the new key new material"
         case let .invalidMaterial(keyID, database, source, problem):
@@ -55,7 +71,7 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
         case let .environmentVariableUnset(variable, keyID, database):
             return "\(database): key \"\(keyID)\" reads environment variable \(variable), which is not set; export it before running"
         case let .keyFileUnreadable(path, keyID, database, reason):
-            return "\(database): key \"\(keyID)\": cannot read key file \(path): \(reason)"
+            return "\(database): key \"\(keyID)\": cannot read key file \(path) (\(reason)); check the path, and that it is a regular file this user can read"
         case let .keyFileTooPermissive(path, mode, keyID, database):
             return "\(database): key \"\(keyID)\": key file \(path) is accessible by group or others (mode \(String(mode, radix: 8))); run: chmod 600 \(path)"
         case let .keySourceCount(keyID, database, sources, keysFile):
@@ -66,15 +82,18 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
         case .keysFileMissing(let path):
             return "Keys file \(path) does not exist; copy Keys.example to it, or point --keys / REKEY_KEYS_FILE at yours"
         case let .keysFileUnreadable(path, reason):
-            return "Keys file \(path) cannot be read: \(reason)"
+            return "Keys file \(path) cannot be read (\(reason)); check that it is a file this user can read, or point --keys / REKEY_KEYS_FILE at yours"
         case let .keysFileInvalid(path, location, problem):
             return "Keys file \(path) is invalid at \(location): \(problem); see Keys.example for the expected shape"
         case let .unknownField(path, location, field, allowed):
-            return "Keys file \(path) has an unknown field \"\(field)\" at \(location); allowed there: \(allowed.joined(separator: ", "))"
+            if field == Self.hiddenFieldName {
+                return "Keys file \(path) has an unknown field at \(location) that does not look like a field name, so it is not shown (it may hold a key, e.g. `passphrase:secret` written without a space after the colon); fix it: allowed there: \(allowed.joined(separator: ", "))"
+            }
+            return "Keys file \(path) has an unknown field \"\(field)\" at \(location); check its spelling: allowed there: \(allowed.joined(separator: ", "))"
         case let .plaintextEntryMisplaced(keyID, database):
-            return "\(database): key \"\(keyID)\" is a plaintext entry; it may only be the first (oldest) entry of a list that also has a real current key"
+            return "\(database): key \"\(keyID)\" is a plaintext entry; move it to the top: it may only be the first (oldest) entry of a list that also has a real current key"
         case let .invalidCipherSettings(keyID, database, problem):
-            return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem)"
+            return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem); fix its cipher: settings (see Keys.example)"
         case let .globMatchedNothing(pattern, keysFile):
             return "Keys file \(keysFile): the pattern \(pattern) matches no file; check the path or remove the entry"
         case let .databaseNotConfigured(database, keysFile, configured):

@@ -34,13 +34,18 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
 
     /// A passphrase, used byte for byte (UTF-8), including any spaces, quotes or non-ASCII text.
     /// - Throws: ``KeyMaterialProblem/empty`` for an empty passphrase (SQLCipher would silently
-    ///   treat the database as unencrypted).
+    ///   treat the database as unencrypted), ``KeyMaterialProblem/containsNUL(position:)`` for a
+    ///   passphrase with a NUL character (no other SQLCipher tool could enter it).
     public static func passphrase(_ text: String) throws(KeyMaterialProblem) -> KeyMaterial {
-        try passphrase(bytes: Array(text.utf8))
+        // Straight from the string's UTF-8 view into the zeroed buffer: no intermediate copy.
+        try passphrase(bytes: text.utf8)
     }
 
     static func passphrase(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
         guard !bytes.isEmpty else { throw .empty }
+        if let offset = bytes.firstIndex(of: 0).map({ bytes.distance(from: bytes.startIndex, to: $0) }) {
+            throw .containsNUL(position: offset + 1)
+        }
         return KeyMaterial(kind: .passphrase, sqlcipherForm: SecretBytes(copying: bytes))
     }
 
@@ -48,7 +53,7 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
     /// - Throws: ``KeyMaterialProblem`` when the text is empty, not 64 digits long, or holds a
     ///   character that is not a hex digit (the character itself is never reported).
     public static func rawKey(hex: String) throws(KeyMaterialProblem) -> KeyMaterial {
-        try rawKey(hexBytes: Array(hex.utf8))
+        try rawKey(hexBytes: hex.utf8)
     }
 
     static func rawKey(hexBytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
@@ -121,14 +126,24 @@ public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConverti
     case notHex(position: Int)
     /// A binary key must have exactly 32 bytes.
     case wrongByteCount(bytes: Int)
+    /// A passphrase holds a NUL character at this 1-based byte position. SQLCipher itself would take
+    /// it, but no other tool (the `sqlcipher` shell, `PRAGMA key`) could enter it, and it usually
+    /// means a binary or UTF-16 file was read as a passphrase.
+    case containsNUL(position: Int)
 
-    /// What is wrong, without the key.
+    /// What is wrong and what to do, without the key.
     public var description: String {
         switch self {
-        case .empty: return "the key is empty"
-        case .wrongHexLength(let digits): return "a hex key needs exactly 64 hex digits, this one has \(digits) characters"
-        case .notHex(let position): return "character \(position) of the hex key is not a hex digit (0-9, a-f)"
-        case .wrongByteCount(let bytes): return "a binary key needs exactly 32 bytes, this one has \(bytes)"
+        case .empty:
+            return "the key is empty (SQLCipher would leave the database unencrypted); give a passphrase or 64 hex digits"
+        case .wrongHexLength(let digits):
+            return "a hex key needs exactly 64 hex digits, this one has \(digits) characters; write all 64 digits, without x'' quotes or spaces"
+        case .notHex(let position):
+            return "character \(position) of the hex key is not a hex digit (0-9, a-f); write the key in hex, or use a passphrase source for text"
+        case .wrongByteCount(let bytes):
+            return "a binary key needs exactly 32 bytes, this one has \(bytes); write exactly 32 bytes, or use format hex or passphrase for a text file"
+        case .containsNUL(let position):
+            return "byte \(position) of the passphrase is a NUL character, which other SQLCipher tools cannot enter; for a binary key file use format binary (32 bytes), save text files as UTF-8"
         }
     }
 }

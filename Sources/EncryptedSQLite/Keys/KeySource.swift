@@ -142,8 +142,8 @@ enum KeySourceResolver {
             }
             return try wrap { () throws(KeyMaterialProblem) in
                 switch format {
-                case .passphrase: return try KeyMaterial.passphrase(bytes: Array(value.utf8))
-                case .hex: return try KeyMaterial.rawKey(hexBytes: Array(value.utf8))
+                case .passphrase: return try KeyMaterial.passphrase(bytes: value.utf8)
+                case .hex: return try KeyMaterial.rawKey(hexBytes: value.utf8)
                 case .binary: throw KeyMaterialProblem.wrongByteCount(bytes: value.utf8.count)
                 }
             }

@@ -122,6 +122,10 @@ public struct KeysFile: Sendable {
                     guard format != .binary else {
                         throw .keysFileInvalid(path: path, location: "databases[\(index)], key \"\(key.id)\"", problem: "format binary applies to key files only")
                     }
+                    guard Self.isEnvironmentVariableName(variable) else {
+                        // Never echoed: a key pasted here by mistake must not end up in a message.
+                        throw .keysFileInvalid(path: path, location: location, problem: "env must be the NAME of an environment variable (letters, digits and _, not starting with a digit; the value given is not shown, in case it is the key itself); put the key in that variable, or use passphrase: or hex: for a key written here")
+                    }
                     source = .environment(variable: variable, format: format)
                 } else {
                     source = .file(path: Self.absolute(key.file ?? "", base: baseDirectory), format: format)
@@ -155,6 +159,16 @@ public struct KeysFile: Sendable {
             for path in matches where seen.insert(path).inserted { paths.append(path) }
         }
         return paths
+    }
+
+    /// `true` for a portable environment variable name: letters, digits and `_`, not starting with
+    /// a digit, and not 64 hex digits (a raw key pasted in the place of a name).
+    static func isEnvironmentVariableName(_ name: String) -> Bool {
+        let scalars = name.unicodeScalars
+        guard let first = scalars.first, !("0"..."9").contains(first) else { return false }
+        let valid = scalars.allSatisfy { $0 == "_" || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
+        let looksLikeHexKey = scalars.count == 64 && scalars.allSatisfy { ("a"..."f").contains($0) || ("A"..."F").contains($0) || ("0"..."9").contains($0) }
+        return valid && !looksLikeHexKey
     }
 
     static func isPattern(_ path: String) -> Bool {
@@ -225,7 +239,9 @@ public struct KeysFile: Sendable {
         case let .scanner(_, problem, _, _), let .parser(_, problem, _, _), let .composer(_, problem, _, _):
             return "not valid YAML (\(problem))"
         case let .duplicatedKeysInMapping(duplicates, _):
-            return "a field appears twice (\(duplicates.joined(separator: ", ")))"
+            // Only names that look like field names: a value in the place of a name may be a key.
+            let shown = duplicates.map(KeyConfigurationError.shownFieldName)
+            return "a field appears twice (\(shown.joined(separator: ", "))); keep one"
         case let .reader(problem, _, _, _):
             return "not readable as YAML (\(problem))"
         default:
@@ -305,7 +321,9 @@ private func rejectUnknownFields(in decoder: any Decoder, allowed: [String]) thr
         for part in decoder.codingPath {
             if let index = part.intValue { location += "[\(index)]" } else { location += location.isEmpty ? part.stringValue : ".\(part.stringValue)" }
         }
-        throw KeyConfigurationError.unknownField(path: "", location: location.isEmpty ? "the top level" : location, field: key.stringValue, allowed: allowed)
+        throw KeyConfigurationError.unknownField(
+            path: "", location: location.isEmpty ? "the top level" : location,
+            field: KeyConfigurationError.shownFieldName(key.stringValue), allowed: allowed)
     }
 }
 

@@ -24,8 +24,41 @@ final class SecretBytes: @unchecked Sendable, CustomStringConvertible, CustomDeb
 
     deinit {
         explicit_bzero(storage.baseAddress!, storage.count)
+        #if DEBUG
+        SecretBytes.zeroingObserver.notify(UnsafeRawBufferPointer(storage))
+        #endif
         storage.deallocate()
     }
+
+    #if DEBUG
+    /// Test-only: sees every buffer right after it was zeroed and before its memory is freed, so
+    /// that a test can prove the zeroing happens. Compiled into debug builds only.
+    static let zeroingObserver = ZeroingObserver()
+
+    /// Where ``zeroingObserver`` reports to; thread-safe.
+    final class ZeroingObserver: @unchecked Sendable {
+        private let lock = NSLock()
+        // Invariant: only touched with `lock` held.
+        private var handlers: [UUID: @Sendable (UnsafeRawBufferPointer) -> Void] = [:]
+
+        /// Calls `handler` with every buffer being freed until ``remove(_:)``.
+        func add(_ handler: @escaping @Sendable (UnsafeRawBufferPointer) -> Void) -> UUID {
+            let token = UUID()
+            lock.withLock { handlers[token] = handler }
+            return token
+        }
+
+        /// Stops calling the handler `token` stands for.
+        func remove(_ token: UUID) {
+            lock.withLock { handlers[token] = nil }
+        }
+
+        func notify(_ buffer: UnsafeRawBufferPointer) {
+            let current = lock.withLock { Array(handlers.values) }
+            for handler in current { handler(buffer) }
+        }
+    }
+    #endif
 
     /// The number of bytes.
     let count: Int

@@ -47,7 +47,7 @@ public struct Migration: Sendable, CustomStringConvertible {
     }
 }
 
-/// Orders migration identifiers: a leading run of digits compares as a number, the rest as text.
+/// Orders migration identifiers: a leading run of ASCII digits compares as a number, the rest as text.
 enum MigrationOrder {
     static func precedes(_ lhs: String, _ rhs: String) -> Bool {
         let (leftNumber, leftRest) = split(lhs)
@@ -66,7 +66,8 @@ enum MigrationOrder {
     }
 
     private static func split(_ identifier: String) -> (Substring?, Substring) {
-        let digits = identifier.prefix(while: \.isNumber)
+        // ASCII digits only: other numerals (½, ١٢, Ⅻ) would compare as text, not as numbers.
+        let digits = identifier.prefix { $0.isASCII && $0.isNumber }
         return (digits.isEmpty ? nil : digits, identifier.dropFirst(digits.count))
     }
 }

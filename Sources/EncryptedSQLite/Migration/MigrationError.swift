@@ -33,21 +33,21 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .duplicateIdentifier(let id):
-            return "two migrations have the identifier \"\(id)\"; identifiers must be unique"
+            return "two migrations have the identifier \"\(id)\"; identifiers must be unique: rename one"
         case .emptyIdentifier:
-            return "a migration has an empty identifier"
+            return "a migration has an empty identifier; give it one such as 0001_create_users"
         case .emptyMigration(let id):
-            return "migration \(id) has no SQL before its -- down line"
+            return "migration \(id) has no SQL before its -- down line; put the migration's SQL above that line"
         case .invalidFileName(let path):
             return "migration file \(path) must be named <version>_<name>.sql, e.g. 0001_create_users.sql"
         case let .folderUnreadable(path, reason):
             return "cannot list the migrations folder \(path): \(reason)"
         case .fileUnreadable(let path):
-            return "cannot read migration file \(path) as UTF-8 text"
+            return "cannot read migration file \(path) as UTF-8 text; check that it is readable and save it as UTF-8"
         case .unknownTarget(let id):
-            return "there is no migration \"\(id)\" to migrate to"
+            return "there is no migration \"\(id)\" to migrate to; check the identifier against the registered migrations"
         case .installScriptCoversUnknown(let id):
-            return "the install script covers migrations through \"\(id)\", which is not registered"
+            return "the install script covers migrations through \"\(id)\", which is not registered; register that migration or correct coversThrough"
         case .unknownAppliedMigrations(let ids):
             return "the database has applied migrations this code does not know (\(ids.joined(separator: ", "))): it was migrated by a newer version of the application; run that version, or restore a backup. Nothing was changed."
         case let .checksumMismatch(id, file, recorded, current):
@@ -55,9 +55,9 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
         case .irreversible(let id):
             return "migration \(id) has no down step, so it cannot be reverted. Nothing was changed."
         case let .migrationFailed(id, statement, reason):
-            return "migration \(id) failed\(statement.map { " at: \($0)" } ?? ""): \(reason). The database is as it was before this migration."
+            return "migration \(id) failed\(statement.map { " at: \($0)" } ?? ""): \(reason). The database is as it was before this migration; fix the migration and run it again."
         case let .foreignKeyViolations(id, violations):
-            return "migration \(id) leaves foreign-key violations (\(violations.prefix(5).joined(separator: "; "))); it was rolled back"
+            return "migration \(id) leaves foreign-key violations (\(violations.prefix(5).joined(separator: "; "))); it was rolled back: fix the data or the migration and run it again"
         }
     }
 }

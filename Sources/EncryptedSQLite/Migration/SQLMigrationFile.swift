@@ -10,30 +10,40 @@ import Foundation
 /// CREATE TABLE users_old AS SELECT id, name FROM users; DROP TABLE users; ALTER TABLE users_old RENAME TO users;
 /// ```
 enum SQLMigrationFile {
-    /// Splits a migration's text into its up and down SQL.
+    /// Splits a migration's text into its up and down SQL at the first line that is `-- down` (or
+    /// `--down`, any case, surrounded by spaces or tabs). Lines may end with LF, CRLF or CR; the
+    /// SQL on either side is kept exactly as written (only trimmed at its ends).
     static func sections(of text: String) -> (up: String, down: String?) {
-        var up: [Substring] = []
-        var down: [Substring]?
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let marker = line.trimmingCharacters(in: .whitespaces).lowercased()
-            if down == nil, marker == "-- down" || marker == "--down" {
-                down = []
-                continue
+        func trimmed(_ part: Substring) -> String { part.trimmingCharacters(in: .whitespacesAndNewlines) }
+        var lineStart = text.startIndex
+        while true {
+            // "\r\n" is one Character in Swift, so a CRLF file must be split on it explicitly.
+            let lineEnd = text[lineStart...].firstIndex { $0 == "\n" || $0 == "\r\n" || $0 == "\r" } ?? text.endIndex
+            if isDownMarker(text[lineStart..<lineEnd]) {
+                let down = trimmed(text[(lineEnd == text.endIndex ? lineEnd : text.index(after: lineEnd))...])
+                return (trimmed(text[..<lineStart]), down.isEmpty ? nil : down)
             }
-            if down != nil { down!.append(line) } else { up.append(line) }
+            guard lineEnd < text.endIndex else { return (trimmed(text[...]), nil) }
+            lineStart = text.index(after: lineEnd)
         }
-        let upText = up.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
-        let downText = down.map { $0.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines) }
-        return (upText, downText?.isEmpty == true ? nil : downText)
+    }
+
+    /// `true` for the line that starts the down section.
+    static func isDownMarker(_ line: Substring) -> Bool {
+        let marker = line.trimmingCharacters(in: .whitespaces).lowercased()
+        return marker == "-- down" || marker == "--down"
     }
 
     /// The identifier for a file name (`0001_create_users.sql` → `0001_create_users`), or `nil`
-    /// when the name does not have a version prefix.
+    /// when the name does not start with a version of ASCII digits, an underscore and a name.
     static func identifier(forFileName name: String) -> String? {
         guard name.hasSuffix(".sql") else { return nil }
         let identifier = String(name.dropLast(4))
-        let digits = identifier.prefix(while: \.isNumber)
-        guard !digits.isEmpty, identifier.dropFirst(digits.count).first == "_", identifier.count > digits.count + 1 else { return nil }
+        // By Unicode scalar: a name starting with a combining mark must not hide the underscore.
+        let scalars = identifier.unicodeScalars
+        let digits = scalars.prefix { ("0"..."9").contains($0) }
+        let rest = scalars.dropFirst(digits.count)
+        guard !digits.isEmpty, rest.first == "_", rest.count > 1 else { return nil }
         return identifier
     }
 

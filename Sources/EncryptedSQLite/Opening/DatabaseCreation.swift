@@ -2,13 +2,16 @@ import Foundation
 import Logging
 
 /// Creates a new encrypted database without ever leaving a 0-byte or half-made file at the
-/// target path: the database is built under a temporary name in the same folder, made durable,
-/// and then linked into place, which fails rather than replaces if the path appeared meanwhile.
+/// target path: the database is built under a temporary name in the same folder
+/// (`.<name>.<8 hex>.rekey-create`, held with a `flock` while it lives), made durable, and then
+/// linked into place, which fails rather than replaces if the path appeared meanwhile. A temporary
+/// left by a killed process is removed by the next open (``RotationTemporaries``).
 struct DatabaseCreation {
     let path: String
     let key: ResolvedKey
     let busyTimeout: Duration
     let logger: Logger
+    var files: FileOperations = .system
 
     /// Creates the file. Returns `false` when another process created it first (the caller then
     /// opens it like any existing file).
@@ -18,9 +21,18 @@ struct DatabaseCreation {
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .fileNotFound(path: path)
         }
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        let temporary = folder + "/.\(name).\(UUID().uuidString.prefix(8)).creating"
-        defer { FileSystem.removeIfPresent(temporary) }
+        let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.createSuffix)
+        // SQLite treats the empty file as a new database; the lock marks it as ours while we live.
+        let lock: LockedNewFile
+        do {
+            lock = try LockedNewFile(path: temporary, mode: 0o644, ownerOf: nil)
+        } catch {
+            throw RotationChecks(path: path).error(error, operation: "creating the database")
+        }
+        defer {
+            files.removeIfPresent(temporary)
+            lock.unlock()
+        }
         do {
             let connection = try Connection(path: temporary, access: .readWrite, create: true, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
             // SQLite writes nothing until the first change: make it write page 1 now.
@@ -34,20 +46,17 @@ struct DatabaseCreation {
             throw .ioFailure(path: path, operation: "creating the database", detail: "\(error)")
         }
         do {
-            try FileSystem.fsync(path: temporary)
+            try files.fsync(temporary)
             do {
-                try FileSystem.linkWithoutReplacing(temporary, to: path)
+                try files.linkWithoutReplacing(temporary, path)
             } catch where error.code == EEXIST {
                 logger.info("database appeared while it was being created; opening it instead", metadata: ["path": "\(path)"])
                 return false
             }
-            FileSystem.removeIfPresent(temporary)
-            try FileSystem.fsyncDirectory(folder)
+            files.removeIfPresent(temporary)
+            try files.fsyncDirectory(folder)
         } catch {
-            if error.code == EACCES || error.code == EPERM || error.code == EROFS {
-                throw .readOnly(path: path, reason: error.description)
-            }
-            throw .ioFailure(path: path, operation: "creating the database", detail: error.description)
+            throw RotationChecks(path: path).error(error, operation: "creating the database")
         }
         logger.info("created encrypted database", metadata: ["path": "\(path)", "key": "\(key.id)"])
         return true

@@ -1,7 +1,7 @@
 import Foundation
 
-/// What a path holds, judged from the file system and the first bytes only (nothing is opened
-/// with SQLite, nothing is written).
+/// What a path holds, judged from the file system and the first bytes only (read through SQLite's
+/// file layer without a key; nothing is written).
 public enum DatabaseFileKind: Sendable, Equatable, CustomStringConvertible {
     /// Nothing exists at the path.
     case missing
@@ -39,13 +39,14 @@ public enum DatabaseFileKind: Sendable, Equatable, CustomStringConvertible {
         }
         let size = Int(status.st_size)
         if size == 0 { return .empty }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return .unreadable(reason: String(cString: strerror(errno))) }
-        defer { close(descriptor) }
-        var header = [UInt8](repeating: 0, count: 16)
-        let read = header.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, 16) }
-        guard read >= 0 else { return .unreadable(reason: String(cString: strerror(errno))) }
-        if read == 16 && header == plaintextHeader {
+        // Through SQLite's file layer: a descriptor of our own, once closed, would drop the locks
+        // of this process's open connections to the file (DatabaseFilePrefix).
+        let header: [UInt8]
+        switch DatabaseFilePrefix.read(path, count: 16) {
+        case .success(let bytes): header = bytes
+        case .failure(let failure): return .unreadable(reason: failure.reason)
+        }
+        if header == plaintextHeader {
             return size < minimumDatabaseSize ? .tooShort(bytes: size) : .plaintextSQLite(bytes: size)
         }
         return size < minimumDatabaseSize ? .tooShort(bytes: size) : .opaque(bytes: size)

@@ -17,13 +17,13 @@ struct DatabaseOpener {
         let stopwatch = Stopwatch()
         var created = false
         if !options.readOnly {
-            let removed = ExportRotation.removeStaleTemporaries(of: path)
+            let removed = RotationTemporaries.removeStale(of: path, files: options.files)
             if !removed.isEmpty {
-                options.logger.notice("removed temporaries of an interrupted export", metadata: ["path": "\(path)", "files": "\(removed.count)"])
+                options.logger.notice("removed temporaries of an interrupted rotation", metadata: ["path": "\(path)", "files": "\(removed.count)"])
             }
         }
         if options.createIfMissing, !options.readOnly, case .missing = DatabaseFileKind.inspect(path: path) {
-            created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger).run()
+            created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger, files: options.files).run()
         }
         let trial = KeyTrial(path: path, access: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
         let outcome = try KeyProbe(keys: keys, trial: trial).run()
@@ -54,10 +54,33 @@ struct DatabaseOpener {
             throw .rotationNeeded(path: path, openedWith: from.id, currentKeyID: keys.currentID)
         }
         if Self.needsExport(from: from, to: keys.current) {
-            return try ExportRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger)
+            return try ExportRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger, files: options.files)
                 .run(connection: connection, from: from, to: keys.current)
         }
+        var connection = connection
+        if options.rotationStrategy == .automatic {
+            let pages = PageReencryption(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger,
+                                         files: options.files, workers: max(1, options.rotationThreads))
+            switch try pages.run(connection: connection, from: from, to: keys.current) {
+            case .rotated(let rotated, let report):
+                return (rotated, report)
+            case .notApplicable(let unchanged, let reason):
+                options.logger.info("rotating with the engine's rekey", metadata: ["path": "\(path)", "reason": "\(reason)"])
+                connection = unchanged
+            }
+        }
         return try rotator().run(connection: connection, from: from, to: keys.current)
+    }
+
+    /// How a rotation from `from` to `to` will rewrite the file with `strategy`. (A WAL-mode file
+    /// that another connection has open, or a file with a leftover journal, is rotated with the
+    /// engine's rekey instead of the planned page re-encryption; that shows only when it runs.)
+    static func plannedMethod(from: ResolvedKey, to: ResolvedKey, strategy: RotationStrategy) -> RotationMethod {
+        if needsExport(from: from, to: to) { return .export }
+        guard strategy == .automatic, SQLCipherEngine.linked.writesVersion3Pages, SQLCipher3PageFormat(settings: from.cipher) != nil else {
+            return .inPlace
+        }
+        return .pageReencryption
     }
 
     /// A plaintext file, a legacy (SQLCipher 1.x/2.x) file, or a change of page size, KDF

@@ -95,17 +95,17 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case .fileNotFound(let path):
             return "\(path): no such file; check the path, or allow creation (createIfMissing) to make a new encrypted database"
         case let .notARegularFile(path, kind):
-            return "\(path): not a database file but a \(kind)"
+            return "\(path): not a database file but a \(kind); give the path of the database file itself. Nothing was changed."
         case let .permissionDenied(path, reason):
             return "\(path): permission denied (\(reason)); check the file's and its folder's owner and mode"
         case .emptyFile(let path):
             return "\(path): the file is empty (0 bytes), which SQLite would accept with any key; if it is a leftover, delete it and create the database again"
         case let .fileTooShort(path, bytes):
-            return "\(path): only \(bytes) bytes, too short to be a database (at least 512); it is damaged or not a database"
+            return "\(path): only \(bytes) bytes, too short to be a database (at least 512); it is damaged or not a database: check the path, or restore the file from a backup. Nothing was changed."
         case .plaintextDatabase(let path):
             return "\(path): this is an unencrypted SQLite database and its key list has no plaintext entry; to encrypt it to the current key on the next open, add `plaintext: true` as the first (oldest) key entry in the Keys file (or DatabaseKey.plaintext(id:) first in the key list). Nothing was changed."
         case let .noKeyOpens(path, tried):
-            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", "))). Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Nothing was changed."
+            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", "))). Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Add the key it was written with to its key list (with `legacy: true` for a SQLCipher 1.x/2.x file, `cipher:` for other settings), or restore the file from a backup. Nothing was changed."
         case let .sqlcipher4File(path, keyID, tried):
             return "\(path): key \"\(keyID)\" is correct but this is a SQLCipher 4 file (written with SQLCipher 4's default settings); the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read it (tried: \(tried.joined(separator: ", "))). Convert it with SQLCipher 4 (open it there with key \"\(keyID)\", ATTACH a new file with PRAGMA cipher_compatibility = 3 and sqlcipher_export into it), or link SQLCipher 4. Nothing was changed."
         case .targetExists(let path):
@@ -123,7 +123,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case let .diskFull(path, detail):
             return "\(path): the disk or file-size limit is full (\(detail)); free space (a rotation needs room for a journal as large as the database) and try again. Nothing was lost."
         case let .ioFailure(path, operation, detail):
-            return "\(path): \(operation) failed: \(detail)"
+            return "\(path): \(operation) failed: \(detail); check the disk, the file and its folder, then try again"
         case let .migrationFailed(path, error):
             return "\(path): \(error)"
         }

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// How ``EncryptedDatabase`` opens a file.
@@ -13,8 +14,13 @@ public struct OpenOptions: Sendable {
     public var rotateToCurrentKey: Bool
     /// How long to wait for another connection's lock before failing as busy.
     public var busyTimeout: Duration
-    /// How thoroughly a rotation is verified on a fresh connection.
+    /// How thoroughly a rotation is verified.
     public var verification: RotationVerification
+    /// How a key-only rotation rewrites the file (page re-encryption when possible by default).
+    public var rotationStrategy: RotationStrategy
+    /// How many threads a page re-encryption uses for its cryptography: by default one per active
+    /// processor. Lower it to leave cores to other work (a server rotating tenant databases).
+    public var rotationThreads: Int
     /// The number of read-only connections for concurrent reads; 0 (the default) runs every
     /// access on the one writer connection. A positive number switches the database to WAL
     /// journal mode (persistently), which lets readers run while the writer writes. Readers are
@@ -30,7 +36,9 @@ public struct OpenOptions: Sendable {
         readOnly: Bool = false,
         rotateToCurrentKey: Bool = true,
         busyTimeout: Duration = .seconds(5),
-        verification: RotationVerification = .quickCheck,
+        verification: RotationVerification = .pages,
+        rotationStrategy: RotationStrategy = .automatic,
+        rotationThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
         concurrentReaders: Int = 0,
         logger: Logger = Logger(label: "EncryptedSQLite", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
@@ -39,17 +47,42 @@ public struct OpenOptions: Sendable {
         self.rotateToCurrentKey = rotateToCurrentKey
         self.busyTimeout = busyTimeout
         self.verification = verification
+        self.rotationStrategy = rotationStrategy
+        self.rotationThreads = max(1, rotationThreads)
         self.concurrentReaders = concurrentReaders
         self.logger = logger
     }
+
+    /// The file-system operations rotations use; tests replace them to inject failures or to
+    /// simulate a power cut.
+    var files: FileOperations = .system
 }
 
-/// What a rotation checks on a fresh connection keyed with the new key.
-public enum RotationVerification: String, Sendable, Codable {
-    /// The schema can be read (proves the key; cheap).
+/// How a key-only rotation (same cipher settings, new key) rewrites the file.
+public enum RotationStrategy: String, Sendable, Codable, CaseIterable {
+    /// The library re-encrypts the pages itself, in parallel, in place, under the database's
+    /// EXCLUSIVE lock and a rollback journal in SQLite's format, when the file allows it (HMAC on;
+    /// rollback-journal mode, or WAL mode with no other connection); otherwise the engine's rekey.
+    case automatic
+    /// Always SQLCipher's own `sqlite3_rekey`, in place, one page at a time (several times slower;
+    /// works alongside other connections in WAL mode).
+    case engineRekey
+}
+
+/// What a rotation checks before it reports success.
+public enum RotationVerification: String, Sendable, Codable, CaseIterable {
+    /// The schema can be read on a fresh connection with the new key (proves the key; cheap).
     case schema
-    /// `PRAGMA quick_check`: every page of every table and index is read and authenticated
-    /// (default; linear in the file size).
+    /// As `schema`, and every page of the file is read back from disk and authenticated with the
+    /// new key's HMAC, as SQLCipher checks it on every read: proves that every page was rewritten
+    /// for the new key and reached the file intact, at a fraction of `quickCheck`'s cost. Done
+    /// before the rotation commits, so a failure rolls it back. The default. For rotations the
+    /// library does not rewrite itself (the engine's rekey, the export path), `quickCheck` runs
+    /// instead.
+    case pages
+    /// `PRAGMA quick_check` by the engine on a fresh connection with the new key: every page of
+    /// every table and index is read and authenticated, and the b-tree structure checked (linear
+    /// in the file size; several times the cost of `pages`).
     case quickCheck
     /// `PRAGMA integrity_check`: as `quickCheck`, plus index consistency (slowest).
     case integrityCheck

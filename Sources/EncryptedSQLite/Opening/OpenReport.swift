@@ -63,7 +63,11 @@ public struct RotationReport: Sendable, Equatable, Codable {
 
 /// How a rotation rewrote the file.
 public enum RotationMethod: String, Sendable, Codable {
-    /// `sqlite3_rekey` in one transaction, in place (same cipher settings, key change only).
+    /// Pages re-encrypted in place by the library, in parallel, under the database's EXCLUSIVE
+    /// lock and a rollback journal in SQLite's format (same cipher settings, key change only).
+    case pageReencryption
+    /// `sqlite3_rekey` in one transaction, in place (same cipher settings, key change only): for
+    /// files the page re-encryption does not handle (no HMAC, WAL mode with other connections).
     case inPlace
     /// Export to a new file, verification, atomic swap (plaintext, legacy or settings change).
     case export

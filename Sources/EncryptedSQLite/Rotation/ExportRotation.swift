@@ -27,8 +27,8 @@ import Logging
 ///    table, and the same `user_version` and `application_id` as the original.
 /// 6. fsync the temporary, `rename` it over the original, fsync the folder; then release the lock.
 ///
-/// Temporaries of a killed run are removed by the next open (``removeStaleTemporaries(of:files:)``),
-/// but only those no live process holds locked.
+/// Temporaries of a killed run are removed by the next open (``RotationTemporaries``), but only
+/// those no live process holds locked.
 ///
 /// Processes that still have the old file open: they keep the old inode, which is no longer at the
 /// path. While the swap runs they cannot write (the lock); after it, what they write goes into the
@@ -46,42 +46,11 @@ struct ExportRotation {
     /// The schema name of the new file while it is attached.
     static let schema = "rekey_export"
     /// The suffix every temporary of this path ends with.
-    static let temporarySuffix = ".rekey-export"
+    static let temporarySuffix = RotationTemporaries.exportSuffix
 
     /// A new temporary name in the same folder as `path`.
     static func temporaryPath(for path: String) -> String {
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        let random = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        return FileSystem.folder(of: path) + "/.\(name).\(random)\(temporarySuffix)"
-    }
-
-    /// Removes temporaries of `path` left behind by a process that died while exporting: only
-    /// names of the exact form `.<name>.<8 hex digits>.rekey-export` (and their SQLite side files)
-    /// that no live process holds locked. Returns the removed paths.
-    @discardableResult
-    static func removeStaleTemporaries(of path: String, files: FileOperations = .system) -> [String] {
-        let folder = FileSystem.folder(of: path)
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
-        var removed: [String] = []
-        for candidate in names where isTemporaryName(candidate, of: name) {
-            let temporary = folder + "/" + candidate
-            guard LockedNewFile.isAbandoned(temporary) else { continue }
-            // The temporary's own journal first: a journal without its database is harmless,
-            // the other way round SQLite would find a hot journal for a file that is gone.
-            for suffix in ["-journal", "-wal", "-shm"] { files.removeIfPresent(temporary + suffix) }
-            files.removeIfPresent(temporary)
-            removed.append(temporary)
-        }
-        if !removed.isEmpty { try? files.fsyncDirectory(folder) }
-        return removed
-    }
-
-    static func isTemporaryName(_ candidate: String, of name: String) -> Bool {
-        let prefix = "." + name + "."
-        guard candidate.hasPrefix(prefix), candidate.hasSuffix(temporarySuffix) else { return false }
-        let middle = candidate.dropFirst(prefix.count).dropLast(temporarySuffix.count)
-        return middle.count == 8 && middle.allSatisfy(\.isHexDigit)
+        RotationTemporaries.newPath(for: path, suffix: temporarySuffix)
     }
 
     /// Rewrites the file that `connection` (opened with `from`) has open for `to`, verifies it, and
@@ -92,16 +61,25 @@ struct ExportRotation {
         let total = Stopwatch()
         defer { connection.close() }
         let bytes = FileSystem.size(of: path) ?? 0
-        try checkWritable(connection)
-        try checkSpace(bytes: bytes)
+        let checks = RotationChecks(path: path)
+        try checks.requireWritable(connection)
+        // The new file is about as large as the original (larger with a bigger HMAC overhead).
+        try checks.requireSpace(bytes: bytes + bytes / 16, for: "the new copy")
 
         let journalMode = try sqlite("reading the journal mode") { try connection.journalMode() }
         var restoreWAL = false
         if journalMode == "wal" {
-            let mode = try sqlite("leaving WAL mode for the export") { try connection.queryValue("PRAGMA journal_mode = DELETE", as: String.self) }
-            guard mode?.lowercased() == "delete" else {
-                throw .busy(path: path, detail: "the file is in WAL mode and another connection has it open; close other connections before encrypting or changing cipher settings")
+            let walBusy = EncryptedDatabaseError.busy(path: path, detail: "the file is in WAL mode and another connection has it open; close other connections before encrypting or changing cipher settings")
+            let mode: String?
+            do {
+                mode = try connection.queryValue("PRAGMA journal_mode = DELETE", as: String.self)
+            } catch let error as SQLiteError where error.code.primary == .busy || error.code.primary == .locked {
+                // Leaving WAL mode needs the file to ourselves: waiting longer would not help.
+                throw walBusy
+            } catch {
+                throw sqliteError(error, "leaving WAL mode for the export")
             }
+            guard mode?.lowercased() == "delete" else { throw walBusy }
             restoreWAL = true
         }
         var swapped = false
@@ -252,7 +230,7 @@ struct ExportRotation {
             try copy.verifyReadable()
             let check: String? = switch verification {
             case .schema: nil
-            case .quickCheck: "PRAGMA quick_check"
+            case .quickCheck, .pages: "PRAGMA quick_check"
             case .integrityCheck: "PRAGMA integrity_check"
             }
             if let check {
@@ -276,27 +254,12 @@ struct ExportRotation {
         }
     }
 
-    private func checkWritable(_ connection: Connection) throws(EncryptedDatabaseError) {
-        if connection.isReadOnly {
-            throw .readOnly(path: path, reason: "the file could only be opened read-only")
-        }
-        let folder = FileSystem.folder(of: path)
-        if access(path, W_OK) != 0 {
-            throw .readOnly(path: path, reason: "the file is not writable: \(String(cString: strerror(errno)))")
-        }
-        if access(folder, W_OK) != 0 {
-            throw .readOnly(path: path, reason: "its folder \(folder) is not writable (the new file is written there): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// The new file is about as large as the original (larger with bigger HMAC overhead).
-    private func checkSpace(bytes: Int64) throws(EncryptedDatabaseError) {
-        let needed = bytes + bytes / 8 + 256 * 1024
-        if let available = FileSystem.availableBytes(at: FileSystem.folder(of: path)), available < needed {
-            throw .diskFull(path: path, detail: "the export needs about \(needed) bytes free for the new copy, \(available) are available")
-        }
-        if let limit = FileSystem.fileSizeLimit(), limit < needed {
-            throw .diskFull(path: path, detail: "the process file-size limit (ulimit -f) is \(limit) bytes; the new copy needs about \(needed)")
+    /// The error for a failure of SQLite work during `operation`.
+    private func sqliteError(_ error: any Error, _ operation: String) -> EncryptedDatabaseError {
+        switch error {
+        case let error as EncryptedDatabaseError: return error
+        case let error as SQLiteError: return EncryptedDatabaseError.from(error, path: path, operation: operation)
+        default: return .ioFailure(path: path, operation: operation, detail: "\(error)")
         }
     }
 

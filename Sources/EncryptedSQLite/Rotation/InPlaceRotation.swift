@@ -40,8 +40,10 @@ struct InPlaceRotation {
             throw .ioFailure(path: path, operation: "reading the journal mode", detail: "\(error)")
         }
         let bytes = FileSystem.size(of: path) ?? 0
-        try checkWritable(connection)
-        try checkSpace(bytes: bytes)
+        let checks = RotationChecks(path: path)
+        try checks.requireWritable(connection)
+        // The journal (or WAL) grows to about the size of the database.
+        try checks.requireSpace(bytes: bytes, for: "the rotation's journal")
         try acquireAndReleaseWriteLock(connection)
 
         logger.notice("rotating database key", metadata: ["path": "\(path)", "from": "\(from.id)", "to": "\(to.id)", "journal_mode": "\(journalMode)", "bytes": "\(bytes)"])
@@ -85,7 +87,7 @@ struct InPlaceRotation {
         let check: String
         switch verification {
         case .schema: return connection
-        case .quickCheck: check = "PRAGMA quick_check"
+        case .quickCheck, .pages: check = "PRAGMA quick_check"
         case .integrityCheck: check = "PRAGMA integrity_check"
         }
         do {
@@ -99,30 +101,6 @@ struct InPlaceRotation {
             throw .verificationFailed(path: path, keyID: to.id, detail: "\(check) failed: \(error)")
         }
         return connection
-    }
-
-    private func checkWritable(_ connection: Connection) throws(EncryptedDatabaseError) {
-        if connection.isReadOnly {
-            throw .readOnly(path: path, reason: "the file could only be opened read-only")
-        }
-        let folder = FileSystem.folder(of: path)
-        if access(path, W_OK) != 0 {
-            throw .readOnly(path: path, reason: "the file is not writable: \(String(cString: strerror(errno)))")
-        }
-        if access(folder, W_OK) != 0 {
-            throw .readOnly(path: path, reason: "its folder \(folder) is not writable (the journal is created there): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// The journal (or WAL) grows to about the size of the database during the rotation.
-    private func checkSpace(bytes: Int64) throws(EncryptedDatabaseError) {
-        let needed = bytes + bytes / 16 + 64 * 1024
-        if let available = FileSystem.availableBytes(at: FileSystem.folder(of: path)), available < needed {
-            throw .diskFull(path: path, detail: "the rotation needs about \(needed) bytes free for its journal, \(available) are available")
-        }
-        if let limit = FileSystem.fileSizeLimit(), limit < needed {
-            throw .diskFull(path: path, detail: "the process file-size limit (ulimit -f) is \(limit) bytes; the rotation's journal needs about \(needed)")
-        }
     }
 
     /// Waits (up to the busy timeout) until no other connection writes or reads, so that a lock

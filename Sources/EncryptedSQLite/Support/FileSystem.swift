@@ -76,9 +76,101 @@ struct FileSystemError: Error, CustomStringConvertible {
     var description: String { "\(operation): \(String(cString: strerror(code)))" }
 }
 
-/// The durable file-system steps of the export path (fsync, rename, link, unlink), as a value
-/// that can be replaced: tests and a later fault-injection layer pass their own to simulate
-/// failures or power loss at each step. ``system`` does the real thing.
+/// A file read and written at byte offsets: the database (through SQLite's own handle, see
+/// `Connection.mainDatabaseFile()`) and the rollback journal of a page re-encryption.
+///
+/// Implementations must allow concurrent reads and writes of distinct ranges from several threads
+/// (they are `pread`/`pwrite` underneath).
+protocol RandomAccessFile: AnyObject, Sendable {
+    /// The file's path, for errors.
+    var path: String { get }
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many were read (fewer at the end).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileSystemError) -> Int
+    /// Writes all of `bytes` at `offset`.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileSystemError)
+    /// Flushes the file's data to stable storage.
+    func synchronize() throws(FileSystemError)
+    /// The file's size in bytes.
+    func size() throws(FileSystemError) -> Int64
+    /// Releases the handle (no-op for handles owned by someone else).
+    func close()
+}
+
+/// A file this library opened itself, by descriptor.
+final class DescriptorFile: RandomAccessFile, @unchecked Sendable {
+    let path: String
+    // Invariant: set once in init; -1 after close(), which callers do once, after all I/O.
+    private var descriptor: Int32
+
+    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed (root
+    /// only), open for reading and writing, and holds an exclusive `flock` on it until closed, so
+    /// that a later run can tell it from the leftover of a dead process (``LockedNewFile``).
+    init(creating path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            Foundation.close(descriptor)
+            unlink(path)
+            throw .failed(operation: "lock \(path)", errno: code)
+        }
+        _ = fchmod(descriptor, mode)
+        var status = stat()
+        if let owner, stat(owner, &status) == 0 {
+            _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
+        }
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileSystemError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let count = pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .failed(operation: "read \(path)", errno: errno)
+            }
+            if count == 0 { break }
+            done += count
+        }
+        return done
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileSystemError) {
+        var done = 0
+        while done < bytes.count {
+            let count = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .failed(operation: "write \(path)", errno: errno)
+            }
+            done += count
+        }
+    }
+
+    func synchronize() throws(FileSystemError) {
+        guard Foundation.fsync(descriptor) == 0 else { throw .failed(operation: "fsync \(path)", errno: errno) }
+    }
+
+    func size() throws(FileSystemError) -> Int64 {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .failed(operation: "stat \(path)", errno: errno) }
+        return Int64(status.st_size)
+    }
+
+    func close() {
+        guard descriptor >= 0 else { return }
+        Foundation.close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { close() }
+}
+
+/// The durable file-system steps of the export path and of page re-encryption (create, write,
+/// fsync, rename, link, unlink), as a value that can be replaced: tests pass their own to inject
+/// failures or to simulate a power cut at each step. ``system`` does the real thing.
 struct FileOperations: Sendable {
     /// Flushes a file's data and metadata.
     var fsync: @Sendable (_ path: String) throws(FileSystemError) -> Void
@@ -90,6 +182,12 @@ struct FileOperations: Sendable {
     var linkWithoutReplacing: @Sendable (_ source: String, _ target: String) throws(FileSystemError) -> Void
     /// Removes a name; a missing one is not an error.
     var removeIfPresent: @Sendable (_ path: String) -> Void
+    /// Creates a new file (failing if the name exists) with `mode`, owned like `ownerOf` where
+    /// allowed, open for reading and writing.
+    var createFile: @Sendable (_ path: String, _ mode: mode_t, _ ownerOf: String?) throws(FileSystemError) -> any RandomAccessFile
+    /// Lets the seam see a file that the library writes through another handle (SQLite's own
+    /// handle of the database): returns the handle to use instead. ``system`` returns it unchanged.
+    var observe: @Sendable (_ file: any RandomAccessFile) -> any RandomAccessFile
 
     /// The real system calls.
     static let system = FileOperations(
@@ -101,7 +199,9 @@ struct FileOperations: Sendable {
             }
         },
         linkWithoutReplacing: { source, target throws(FileSystemError) in try FileSystem.linkWithoutReplacing(source, to: target) },
-        removeIfPresent: { path in FileSystem.removeIfPresent(path) })
+        removeIfPresent: { path in FileSystem.removeIfPresent(path) },
+        createFile: { path, mode, owner throws(FileSystemError) in try DescriptorFile(creating: path, mode: mode, ownerOf: owner) },
+        observe: { $0 })
 }
 
 /// A new file created exclusively and held with an exclusive `flock` while it is being written,

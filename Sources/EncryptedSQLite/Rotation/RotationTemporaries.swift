@@ -1,0 +1,57 @@
+import Foundation
+
+/// The temporary files rotations create beside a database, and their cleanup.
+///
+/// - `.<name>.<8 hex>.rekey-export`: the new file of the export path, until it is swapped in.
+/// - `.<name>.<8 hex>.rekey-undo`: a page re-encryption's journal between its commit and the
+///   engine's check of the rotated file (the original pages, encrypted with the old key).
+/// - `.<name>.<8 hex>.rekey-create`: a new database being made, until it is linked into place.
+/// - `.<name>.<8 hex>.rekey-journal`: a page re-encryption's journal while it is written, until it
+///   is linked to `<name>-journal` (the database is untouched until then).
+///
+/// Each is created by a process that holds an exclusive `flock` on it while it lives. A process
+/// killed at the wrong instant leaves one behind; the next open removes it — only when no live
+/// process holds its lock, and only names of exactly this form.
+enum RotationTemporaries {
+    static let exportSuffix = ".rekey-export"
+    static let undoSuffix = ".rekey-undo"
+    static let createSuffix = ".rekey-create"
+    static let journalSuffix = ".rekey-journal"
+    static let suffixes = [exportSuffix, undoSuffix, createSuffix, journalSuffix]
+
+    /// A new name in the folder of `path`: `.<name>.<8 random hex digits><suffix>`.
+    static func newPath(for path: String, suffix: String) -> String {
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        let random = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        return FileSystem.folder(of: path) + "/.\(name).\(random)\(suffix)"
+    }
+
+    /// `true` for a name of the exact form of a temporary of the database named `name`.
+    static func isTemporaryName(_ candidate: String, of name: String) -> Bool {
+        let prefix = "." + name + "."
+        guard candidate.hasPrefix(prefix), let suffix = suffixes.first(where: { candidate.hasSuffix($0) }) else { return false }
+        let middle = candidate.dropFirst(prefix.count).dropLast(suffix.count)
+        return middle.count == 8 && middle.allSatisfy(\.isHexDigit)
+    }
+
+    /// Removes the temporaries of `path` (and their SQLite side files) that no live process holds
+    /// locked. Returns the removed paths.
+    @discardableResult
+    static func removeStale(of path: String, files: FileOperations = .system) -> [String] {
+        let folder = FileSystem.folder(of: path)
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+        var removed: [String] = []
+        for candidate in names where isTemporaryName(candidate, of: name) {
+            let temporary = folder + "/" + candidate
+            guard LockedNewFile.isAbandoned(temporary) else { continue }
+            // The temporary's own journal first: a journal without its database is harmless,
+            // the other way round SQLite would find a hot journal for a file that is gone.
+            for suffix in ["-journal", "-wal", "-shm"] { files.removeIfPresent(temporary + suffix) }
+            files.removeIfPresent(temporary)
+            removed.append(temporary)
+        }
+        if !removed.isEmpty { try? files.fsyncDirectory(folder) }
+        return removed
+    }
+}

@@ -1,0 +1,361 @@
+@testable import EncryptedSQLite
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+/// One file layout for the page re-encryption matrix.
+struct PageCase: CustomTestStringConvertible, Sendable {
+    let pageSize: Int
+    let walMode: Bool
+    let oldKind: SourceKind
+    let newKind: SourceKind
+    let kdfIterations: Int?
+    var testDescription: String {
+        "\(pageSize)-byte pages, \(walMode ? "WAL" : "rollback journal"), \(oldKind) → \(newKind)" + (kdfIterations.map { ", kdf_iter \($0)" } ?? "")
+    }
+}
+
+// 512-byte pages cannot carry SQLCipher's 48-byte reserve (SQLite needs 480 usable bytes a page).
+let pageCases: [PageCase] = [1024, 2048, 4096, 65536].flatMap { size in
+    [false, true].map { wal in
+        PageCase(pageSize: size, walMode: wal, oldKind: wal ? .hex : .passphrase, newKind: wal ? .passphrase : .hex,
+                 kdfIterations: size == 4096 ? 10_000 : nil)
+    }
+}
+
+@Suite("Page re-encryption (the default rotation)")
+struct PageReencryptionTests {
+    /// A file made by the sqlcipher shell with `scenario`'s settings, and a key list old → new.
+    private func makeFile(_ scenario: PageCase, in directory: TemporaryDirectory, rows: Int = 3000) throws -> (path: String, ring: TestKeyring, keys: KeyList) {
+        let ring = TestKeyring([scenario.oldKind, scenario.newKind], in: directory)
+        let settings = CipherSettings(kdfIterations: scenario.kdfIterations, pageSize: scenario.pageSize)
+        let path = directory.file("app.sqlite")
+        var pragmas = "PRAGMA cipher_page_size = \(scenario.pageSize);\n"
+        if let kdf = scenario.kdfIterations { pragmas += "PRAGMA kdf_iter = \(kdf);\n" }
+        if scenario.walMode { pragmas += "PRAGMA journal_mode = WAL;\n" }
+        let made = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, pragmas + Fixture.sql(rows: rows)
+            + "\nCREATE TABLE blobs(id INTEGER PRIMARY KEY, b BLOB);\nWITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300) INSERT INTO blobs(b) SELECT randomblob(3000) FROM n;\n")
+        #expect(made.status == 0, "\(made.stderr)")
+        let keys = try KeyList(database: path, keys: ring.keys.map { DatabaseKey(id: $0.id, source: $0.key.source, cipher: settings) }, environment: ring.environment)
+        return (path, ring, keys)
+    }
+
+    private func shellKey(_ key: TestKey, _ scenario: PageCase) -> String {
+        "\(key.shellKey.pragma)\nPRAGMA cipher_page_size = \(scenario.pageSize);\n" + (scenario.kdfIterations.map { "PRAGMA kdf_iter = \($0);\n" } ?? "")
+    }
+
+    /// Runs `sql` in the sqlcipher shell with `key` and the scenario's settings.
+    private func shell(_ path: String, _ key: TestKey, _ scenario: PageCase, _ sql: String) throws -> ProcessResult {
+        try SQLCipherShell.run(path, key: nil, shellKey(key, scenario) + sql)
+    }
+
+    @Test("a file made by the sqlcipher shell is re-encrypted page by page: every page size, raw keys and passphrases, rollback and WAL mode",
+          arguments: pageCases)
+    func matrix(_ scenario: PageCase) throws {
+        let directory = TemporaryDirectory("pages")
+        let (path, ring, keys) = try makeFile(scenario, in: directory)
+        let onlyOld = try KeyList(database: path, keys: [keys.keys[0].asDatabaseKey], environment: ring.environment)
+        let before = try digest(of: path, with: onlyOld)
+        let saltBefore = DerivedKey.salt(ofFileAt: path)
+        let size = FileSystem.size(of: path)
+
+        do {
+            let database = try EncryptedDatabase(path: path, keys: keys)
+            let rotation = try #require(database.report.rotation)
+            #expect(rotation.method == .pageReencryption)
+            #expect(rotation.verification == .pages)
+            #expect(rotation.journalMode == (scenario.walMode ? "wal" : "delete"))
+            #expect(try database.read { try $0.journalMode() } == (scenario.walMode ? "wal" : "delete"))
+            #expect(try database.read { try Fixture.contentDigest($0) } == before)
+            #expect(try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) } == "ok")
+        }
+        // The salt stays: SQLCipher reads it before rolling back a hot journal (see `interrupted`).
+        #expect(DerivedKey.salt(ofFileAt: path) == saltBefore)
+        #expect(FileSystem.size(of: path) == size)
+        #expect(databaseSideFiles(in: directory).isEmpty, "\(databaseSideFiles(in: directory))")
+
+        // The independent shell: the new key opens the file and finds it intact; the old key does not.
+        let checked = try shell(path, ring.keys[1], scenario, "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*), sum(length(b)) FROM blobs; PRAGMA user_version;")
+        #expect(checked.stdout.split(separator: "\n") == ["ok", "3000", "300|900000", "42"], "\(checked.stderr)")
+        let old = try shell(path, ring.keys[0], scenario, "SELECT count(*) FROM people;")
+        #expect(old.status != 0)
+    }
+
+    /// Where the interruption falls among the rotation's writes to the database and its final sync.
+    enum Instant: String, CaseIterable, Sendable {
+        case firstWrite, middleWrite, lastWrite, finalSync
+    }
+
+    @Test("a rotation interrupted at any write or sync leaves a hot journal: the sqlcipher shell with the old key and the library both find the original, and the library's own rollback restores it byte for byte",
+          arguments: Instant.allCases)
+    func interrupted(at instant: Instant) throws {
+        let directory = TemporaryDirectory("interrupt")
+        let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .passphrase, newKind: .hex, kdfIterations: nil)
+        let (path, ring, keys) = try makeFile(scenario, in: directory, rows: 1500)
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        let before = try digest(of: path, with: ring.only(0, database: path))
+        let image = TemporaryDirectory("crash-image")
+
+        // Count the writes and syncs of an uninterrupted rotation of a copy.
+        let counter = EventCounter()
+        let rehearsal = directory.file("rehearsal.sqlite")
+        try FileManager.default.copyItem(atPath: path, toPath: rehearsal)
+        var counting = OpenOptions()
+        counting.files.observe = { FaultyFile($0, counter: counter, failingAt: nil) {} }
+        _ = try EncryptedDatabase(path: rehearsal, keys: KeyList(database: rehearsal, keys: keys.keys.map(\.asDatabaseKey)), options: counting)
+        let events = counter.count
+        #expect(events >= 4, "the rotation should write several chunks, then sync")
+        let event = switch instant {
+        case .firstWrite: 1
+        case .middleWrite: events / 2
+        case .lastWrite: events - 1
+        case .finalSync: events
+        }
+
+        var options = OpenOptions()
+        options.files.observe = { FaultyFile($0, counter: EventCounter(), failingAt: event) { copyState(of: path, into: image) } }
+        #expect {
+            _ = try EncryptedDatabase(path: path, keys: keys, options: options)
+        } throws: { error in
+            guard case .rotationNotApplied(path, "k1", _, let detail) = error as? EncryptedDatabaseError else { return false }
+            return detail.contains("rolled back")
+        }
+        // The library rolled its own failure back: the very same bytes, no journal left.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == original)
+        #expect(databaseSideFiles(in: directory).isEmpty, "\(databaseSideFiles(in: directory))")
+
+        // What a kill at that instant leaves: a database mid-rewrite and a hot journal.
+        let crashed = image.file("app.sqlite")
+        #expect(FileManager.default.fileExists(atPath: crashed + "-journal"))
+        let copy = image.file("copy.sqlite")
+        try FileManager.default.copyItem(atPath: crashed, toPath: copy)
+        try FileManager.default.copyItem(atPath: crashed + "-journal", toPath: copy + "-journal")
+        let recovered = try shell(copy, ring.keys[0], scenario, "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM blobs;")
+        #expect(recovered.stdout.split(separator: "\n") == ["ok", "1500", "300"], "\(recovered.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: copy + "-journal"), "the shell rolled the journal back and removed it")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: copy)) == original)
+
+        let reopened = try EncryptedDatabase(path: crashed, keys: KeyList(database: crashed, keys: keys.keys.map(\.asDatabaseKey), environment: ring.environment),
+                                             options: OpenOptions(rotateToCurrentKey: false))
+        #expect(reopened.report.openedWithKeyID == "k1")
+        #expect(try reopened.read { try Fixture.contentDigest($0) } == before)
+    }
+
+    @Test("a page that no longer authenticates with the old key stops the rotation before it commits: the file is rolled back byte for byte and the error names the page")
+    func damagedPage() throws {
+        let directory = TemporaryDirectory("damaged")
+        let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .hex, newKind: .hex, kdfIterations: nil)
+        let (path, _, keys) = try makeFile(scenario, in: directory, rows: 1500)
+        let damagedPage = Int(FileSystem.size(of: path) ?? 0) / 1024 - 3  // a page of the blobs table, not read when the key is probed
+        try flipByte(in: path, at: (damagedPage - 1) * 1024 + 100)
+        let damaged = FileSnapshot(path)
+        #expect {
+            _ = try EncryptedDatabase(path: path, keys: keys)
+        } throws: { error in
+            guard case .rotationNotApplied(path, "k1", _, let detail) = error as? EncryptedDatabaseError else { return false }
+            return detail.contains("page \(damagedPage) ") && detail.contains("damaged")
+        }
+        #expect(FileSnapshot(path) == damaged)
+    }
+
+    @Test("when the engine does not open the committed file with the new key, the journal is put back and the file rolled back to the old key")
+    func engineRefusesTheResult() throws {
+        let directory = TemporaryDirectory("undo")
+        let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .passphrase, newKind: .passphrase, kdfIterations: nil)
+        let (path, ring, keys) = try makeFile(scenario, in: directory, rows: 500)
+        let original = FileSnapshot(path)
+        var options = OpenOptions()
+        let system = FileOperations.system
+        options.files.rename = { source, target throws(FileSystemError) in
+            try system.rename(source, target)
+            // Right after the commit, spoil page 1 the way an incompatible encryption would.
+            if target.hasSuffix(RotationTemporaries.undoSuffix) { try? flipByte(in: path, at: 500) }
+        }
+        #expect {
+            _ = try EncryptedDatabase(path: path, keys: keys, options: options)
+        } throws: { error in
+            guard case .rotationNotApplied(path, "k1", "k2", let detail) = error as? EncryptedDatabaseError else { return false }
+            return detail.contains("does not open the rewritten file") && detail.contains("rolled back")
+        }
+        #expect(FileSnapshot(path) == original)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+    }
+
+    @Test("files the page re-encryption does not handle rotate with the engine's rekey: no HMAC, WAL with another connection, a leftover journal, or the engineRekey strategy")
+    func fallbacks() throws {
+        // No HMAC (SQLCipher 1.x layout with 3.x key derivation).
+        do {
+            let directory = TemporaryDirectory("fallback-nohmac")
+            let ring = TestKeyring([.hex, .hex], in: directory)
+            let path = directory.file("app.sqlite")
+            let made = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "PRAGMA cipher_use_hmac = OFF;\n" + Fixture.sql())
+            #expect(made.status == 0)
+            let settings = CipherSettings(useHMAC: false)
+            let keys = try KeyList(database: path, keys: ring.keys.map { DatabaseKey(id: $0.id, source: $0.key.source, cipher: settings) })
+            let rotation = try #require(try EncryptedDatabase(path: path, keys: keys).report.rotation)
+            #expect(rotation.method == .inPlace)
+            let checked = try SQLCipherShell.run(path, key: ring.keys[1].shellKey, "PRAGMA cipher_use_hmac = OFF; PRAGMA integrity_check; SELECT count(*) FROM people;")
+            #expect(checked.stdout.split(separator: "\n") == ["ok", "200"])
+        }
+        // WAL mode while another connection has the file open.
+        do {
+            let directory = TemporaryDirectory("fallback-wal")
+            let ring = TestKeyring([.hex, .passphrase], in: directory)
+            let path = directory.file("app.sqlite")
+            try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, walMode: true)
+            let other = try EncryptedDatabase(path: path, keys: ring.only(0, database: path))
+            _ = try other.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) }
+            let rotated = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+            #expect(rotated.report.rotation?.method == .inPlace)
+            #expect(try rotated.read { try $0.journalMode() } == "wal")
+            withExtendedLifetime(other) {}
+            #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        }
+        // A leftover (not hot) journal beside the file, and the explicit engineRekey strategy.
+        for leftover in [true, false] {
+            let directory = TemporaryDirectory("fallback-journal")
+            let ring = TestKeyring([.passphrase, .hex], in: directory)
+            let path = directory.file("app.sqlite")
+            try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+            if leftover { _ = FileManager.default.createFile(atPath: path + "-journal", contents: Data()) }
+            let options = OpenOptions(rotationStrategy: leftover ? .automatic : .engineRekey)
+            let rotation = try #require(try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options).report.rotation)
+            #expect(rotation.method == .inPlace)
+            #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+            #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        }
+    }
+
+    @Test("a connection that had the file open with the old key can neither read nor write after the rotation")
+    func staleConnection() throws {
+        let directory = TemporaryDirectory("stale")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+        let before = try digest(of: path, with: ring.only(0, database: path))
+        let stale = try EncryptedDatabase(path: path, keys: ring.only(0, database: path))
+        #expect(try stale.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } == 200)
+
+        let rotated = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+        #expect(rotated.report.rotation?.method == .pageReencryption)
+        #expect(throws: (any Error).self) { try stale.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } }
+        #expect(throws: (any Error).self) { try stale.write { try $0.execute("INSERT INTO people(name) VALUES ('lost')") } }
+        #expect(try rotated.read { try Fixture.contentDigest($0) } == before)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+    }
+
+    @Test("a stale undo journal of a killed rotation is removed by the next open; one a live process holds is kept")
+    func staleUndoFile() throws {
+        let directory = TemporaryDirectory("undo-stale")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+        let stale = directory.file(".app.sqlite.0badc0de.rekey-undo")
+        _ = FileManager.default.createFile(atPath: stale, contents: Data("old pages".utf8))
+        let held = directory.file(".app.sqlite.12345678.rekey-undo")
+        let holder = try DescriptorFile(creating: held, mode: 0o600, ownerOf: nil)
+        _ = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+        #expect(!FileManager.default.fileExists(atPath: stale))
+        #expect(FileManager.default.fileExists(atPath: held))
+        holder.close()
+    }
+
+    @Test("a database larger than 1 GiB skips SQLite's lock-byte page and rotates intact (set REKEY_LARGE_FILE_TEST=1; takes minutes)",
+          .enabled(if: ProcessInfo.processInfo.environment["REKEY_LARGE_FILE_TEST"] == "1"))
+    func largerThanOneGiB() throws {
+        let directory = TemporaryDirectory("large")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        let made = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, """
+            CREATE TABLE big(id INTEGER PRIMARY KEY, payload BLOB);
+            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1100000) INSERT INTO big(payload) SELECT randomblob(1000) FROM n;
+            """)
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect((FileSystem.size(of: path) ?? 0) > 0x4000_0000 + 1024)
+        let before = try digest(of: path, with: ring.only(0, database: path))
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
+        #expect(database.report.rotation?.method == .pageReencryption)
+        #expect(try database.read { try Fixture.contentDigest($0) } == before)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+    }
+}
+
+/// The names beside the database that a rotation must not leave behind.
+func databaseSideFiles(in directory: TemporaryDirectory) -> [String] {
+    directory.listing().filter { $0.hasSuffix("-journal") || $0.hasSuffix("-wal") || $0.hasSuffix("-shm") || $0.contains(".rekey-") }
+}
+
+/// Flips the bits of one byte of a file in place.
+func flipByte(in path: String, at offset: Int) throws {
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    try handle.seek(toOffset: UInt64(offset))
+    let byte = try handle.read(upToCount: 1) ?? Data([0])
+    try handle.seek(toOffset: UInt64(offset))
+    try handle.write(contentsOf: Data([byte[0] ^ 0xFF]))
+}
+
+/// Copies a database and its journal into `folder` under the same names: the files a process
+/// killed at this instant would leave.
+func copyState(of path: String, into folder: TemporaryDirectory) {
+    let name = URL(fileURLWithPath: path).lastPathComponent
+    for suffix in ["", "-journal"] where FileManager.default.fileExists(atPath: path + suffix) {
+        try? FileManager.default.removeItem(atPath: folder.file(name + suffix))
+        try? FileManager.default.copyItem(atPath: path + suffix, toPath: folder.file(name + suffix))
+    }
+}
+
+/// Counts writes and syncs, from any thread.
+final class EventCounter: Sendable {
+    private let value = Mutex(0)
+    /// Counts one more event and returns its number (from 1).
+    func next() -> Int { value.withLock { count in count += 1; return count } }
+    /// The events counted so far.
+    var count: Int { value.withLock { $0 } }
+}
+
+/// A database handle that counts its writes and syncs and fails the `failingAt`-th (from 1), after
+/// running `atFailure`; every other call goes through.
+final class FaultyFile: RandomAccessFile, @unchecked Sendable {
+    private let base: any RandomAccessFile
+    private let counter: EventCounter
+    private let failingAt: Int?
+    private let atFailure: @Sendable () -> Void
+
+    init(_ base: any RandomAccessFile, counter: EventCounter, failingAt: Int?, atFailure: @escaping @Sendable () -> Void) {
+        self.base = base
+        self.counter = counter
+        self.failingAt = failingAt
+        self.atFailure = atFailure
+    }
+
+    var path: String { base.path }
+
+    private func event() throws(FileSystemError) {
+        let number = counter.next()
+        if number == failingAt {
+            atFailure()
+            throw .failed(operation: "injected failure at event \(number) on \(path)", errno: EIO)
+        }
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileSystemError) -> Int { try base.read(into: buffer, at: offset) }
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(FileSystemError) {
+        try event()
+        try base.write(bytes, at: offset)
+    }
+    func synchronize() throws(FileSystemError) {
+        try event()
+        try base.synchronize()
+    }
+    func size() throws(FileSystemError) -> Int64 { try base.size() }
+    func close() { base.close() }
+}
+
+extension ResolvedKey {
+    /// The key as a ``DatabaseKey`` again (same material and settings), to build another key list.
+    var asDatabaseKey: DatabaseKey {
+        DatabaseKey(id: id, source: .material(material!), cipher: cipher, legacy: legacy)
+    }
+}

@@ -1,0 +1,190 @@
+@testable import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+/// A path of the library that orders its own writes, syncs and renames, set up for power-cut trials.
+struct PowerCutPath: CustomTestStringConvertible, Sendable {
+    enum Kind: String, Sendable {
+        case pageReencryption, pageReencryptionWAL, plaintextExport, settingsExport, creation
+    }
+
+    let kind: Kind
+
+    var testDescription: String {
+        switch kind {
+        case .pageReencryption: "page re-encryption, rollback-journal file"
+        case .pageReencryptionWAL: "page re-encryption, WAL file"
+        case .plaintextExport: "export + swap: plaintext to encrypted"
+        case .settingsExport: "export + swap: new cipher settings"
+        case .creation: "creation of a new database"
+        }
+    }
+
+    static let all: [PowerCutPath] = [.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation].map(PowerCutPath.init)
+}
+
+@Suite("Power cut at every durable step (simulated through the file-operations seam)", .serialized)
+struct PowerCutTests {
+    /// Trials per path; raise with POWER_CUT_TRIALS for stress runs.
+    static let trials = Int(ProcessInfo.processInfo.environment["POWER_CUT_TRIALS"] ?? "") ?? 40
+    /// The seed of the first trial; set POWER_CUT_SEED to replay a run.
+    static let seed = UInt64(ProcessInfo.processInfo.environment["POWER_CUT_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+
+    @Test("a power cut before any durable step of the path leaves the old file or the complete new one, never a damaged or missing database",
+          arguments: PowerCutPath.all)
+    func powerCut(_ path: PowerCutPath) throws {
+        let setup = try Setup(path.kind)
+        // One real run, recorded.
+        let work = TemporaryDirectory("power-run")
+        try setup.place(in: work)
+        let recorder = PowerCutRecorder(folder: work.path)
+        var options = OpenOptions(createIfMissing: path.kind == .creation)
+        options.files = recorder.operations()
+        do {
+            let database = try EncryptedDatabase(path: work.file("app.sqlite"), keys: setup.keys(at: work.file("app.sqlite")), options: options)
+            #expect(database.report.isOnCurrentKey)
+        }
+        let events = recorder.recorded.count
+        #expect(events >= 3, "the path should make several durable steps through the seam")
+
+        var tally = CrashTally(path: "power cut: \(path.testDescription)")
+        for trial in 0..<Self.trials {
+            let seed = Self.seed &+ UInt64(trial)
+            var random = SeededRandom(seed: seed)
+            // Every other trial keeps a random subset of the unsynced writes; the cut falls
+            // before a random event (or after the last).
+            let mode: PowerCutMode = trial % 2 == 0 ? .dropUnsynced : .randomSubset
+            let cut = Int.random(in: 0...events, using: &random)
+            let image = PowerCutImage(recorder, cut: cut, mode: mode, random: &random)
+            let outcome = try setup.check(image, trial: "cut \(cut) of \(events), \(mode.rawValue), seed \(seed)")
+            tally.record(outcome)
+        }
+        print(tally.row)
+        print("power cut [\(path.testDescription)]: \(events) durable steps recorded, seeds \(Self.seed)...\(Self.seed &+ UInt64(Self.trials - 1))")
+        #expect(tally.unopenable == 0)
+        #expect(tally.checksumMismatches == 0)
+        #expect(tally.trials == Self.trials)
+    }
+
+    /// The files, keys and checks of one path.
+    struct Setup {
+        let kind: PowerCutPath.Kind
+        let fixture: TemporaryDirectory
+        let ring: TestKeyring
+        let expected: String
+        let newSettings: CipherSettings
+
+        init(_ kind: PowerCutPath.Kind) throws {
+            self.kind = kind
+            fixture = TemporaryDirectory("power-fixture")
+            let plaintext = kind == .plaintextExport
+            ring = TestKeyring([.passphrase, .hex], in: fixture, plaintextID: plaintext ? "v0" : nil)
+            newSettings = kind == .settingsExport ? CipherSettings(kdfIterations: 10_000, pageSize: 4096) : .engineDefault
+            let path = fixture.file("app.sqlite")
+            // About 1 MB, so that a page re-encryption writes several chunks.
+            let blobs = "CREATE TABLE blobs(id INTEGER PRIMARY KEY, b BLOB); WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300) INSERT INTO blobs(b) SELECT randomblob(3000) FROM n;"
+            switch kind {
+            case .plaintextExport:
+                try SQLiteShell.createFixture(at: path, rows: 1500)
+                #expect(try SQLiteShell.run(path, blobs).status == 0)
+                expected = try digest(of: path, with: KeyList(database: path, keys: [.plaintext(id: "v0"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))]))
+            case .creation:
+                expected = ""
+            default:
+                try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL)
+                #expect(try SQLCipherShell.run(path, key: ring.keys[0].shellKey, blobs + " PRAGMA wal_checkpoint(TRUNCATE);").status == 0)
+                expected = try digest(of: path, with: ring.only(0, database: path))
+            }
+        }
+
+        /// The key list: old (or plaintext) → new.
+        func keys(at path: String) throws -> KeyList {
+            var list: [DatabaseKey] = kind == .plaintextExport ? [.plaintext(id: "v0")] : []
+            if kind != .plaintextExport && kind != .creation { list.append(ring.keys[0].key) }
+            if kind == .creation { list.append(ring.keys[0].key) }
+            let new = ring.keys[1].key
+            list.append(DatabaseKey(id: new.id, source: new.source, cipher: newSettings))
+            return try KeyList(database: path, keys: list, environment: ring.environment)
+        }
+
+        /// Copies the fixture into `folder` and makes it durable there.
+        func place(in folder: TemporaryDirectory) throws {
+            if kind != .creation {
+                try FileManager.default.copyItem(atPath: fixture.file("app.sqlite"), toPath: folder.file("app.sqlite"))
+                try FileSystem.fsync(path: folder.file("app.sqlite"))
+            }
+            try FileSystem.fsyncDirectory(folder.path)
+        }
+
+        /// Rebuilds `image` in a fresh folder and checks it the way a user would after the power
+        /// comes back: the independent shell, then the library.
+        func check(_ image: PowerCutImage, trial: String) throws -> CrashOutcome {
+            let folder = TemporaryDirectory("power-image")
+            try image.materialize(into: folder.path)
+            let path = folder.file("app.sqlite")
+
+            if kind == .creation {
+                // Either no database yet, or a complete one; never a 0-byte or broken file.
+                guard FileManager.default.fileExists(atPath: path) else {
+                    _ = try EncryptedDatabase(path: path, keys: keys(at: path), options: OpenOptions(createIfMissing: true))
+                    let stray = folder.listing().filter { $0.contains(".rekey-") }
+                    if !stray.isEmpty { Issue.record("\(trial): temporaries left after the next open: \(stray)") }
+                    return .openedWithOld
+                }
+                do {
+                    let database = try EncryptedDatabase(path: path, keys: keys(at: path))
+                    let ok = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) } == "ok"
+                    return ok ? .openedWithNew : .unopenable
+                } catch {
+                    Issue.record("\(trial): \(error)")
+                    return .unopenable
+                }
+            }
+
+            // The independent shell first, on a copy (it rolls back a hot journal itself).
+            let copy = TemporaryDirectory("power-shell")
+            for name in folder.listing() {
+                try FileManager.default.copyItem(atPath: folder.file(name), toPath: copy.file(name))
+            }
+            let shellNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, ring.keys[1].shellKey.pragma + settingsPragmas + "PRAGMA integrity_check;")
+            let shellOld: ProcessResult = kind == .plaintextExport
+                ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
+                : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, "PRAGMA integrity_check;")
+            let shellOK = [shellNew, shellOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
+            if !shellOK { Issue.record("\(trial): the shell opens the file with neither key: \(shellNew.stderr) / \(shellOld.stderr)") }
+
+            // Then the library, as an application would open it.
+            do {
+                let outcome: CrashOutcome
+                do {
+                    let database = try EncryptedDatabase(path: path, keys: keys(at: path), options: OpenOptions(rotateToCurrentKey: false))
+                    let integrity = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) }
+                    let content = try database.read { try Fixture.contentDigest($0) }
+                    if integrity != "ok" {
+                        Issue.record("\(trial): integrity_check: \(integrity ?? "nil")")
+                        outcome = .unopenable
+                    } else if content != expected {
+                        Issue.record("\(trial): content differs")
+                        outcome = .checksumMismatch
+                    } else {
+                        outcome = database.report.openedWithKeyID == ring.keys[1].id ? .openedWithNew : .openedWithOld
+                    }
+                }
+                let stray = folder.listing().filter { $0.contains(".rekey-") || $0.hasSuffix("-journal") }
+                if !stray.isEmpty { Issue.record("\(trial): left beside the database after the next open: \(stray)") }
+                return shellOK ? outcome : .unopenable
+            } catch {
+                Issue.record("\(trial): \(error)")
+                return .unopenable
+            }
+        }
+
+        private var settingsPragmas: String {
+            var lines = ""
+            if let kdf = newSettings.kdfIterations { lines += "PRAGMA kdf_iter = \(kdf);\n" }
+            if let size = newSettings.pageSize { lines += "PRAGMA cipher_page_size = \(size);\n" }
+            return "\n" + lines
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Another process that holds a database open: the `sqlcipher` (or `sqlite3`) shell, keyed on its
+/// standard input, which runs some SQL (e.g. `BEGIN EXCLUSIVE` and a write) and then waits, with
+/// its locks held, until ``release()``.
+public final class ShellHolder: @unchecked Sendable {
+    private let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+
+    /// The holder's process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Starts `shell` on `database`, keys it with `key` (on standard input), runs `sql`, and
+    /// returns once the shell has done so (it prints a marker line after `sql`).
+    public init(shell: String, database: String, key: ShellKey?, sql: String) throws {
+        process.executableURL = URL(fileURLWithPath: shell)
+        process.arguments = ["-batch", database]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let ready = "holder-ready-\(UUID().uuidString.prefix(8))"
+        let script = (key.map { $0.pragma + "\n" } ?? "") + sql + "\nSELECT '\(ready)';\n"
+        input.fileHandleForWriting.write(Data(script.utf8))
+        var seen = Data()
+        let deadline = Date().addingTimeInterval(30)
+        while String(decoding: seen, as: UTF8.self).range(of: ready) == nil {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty || Date() > deadline {
+                release()
+                throw FixtureError(message: "the shell holding \(database) stopped before it was ready")
+            }
+            seen.append(chunk)
+        }
+    }
+
+    /// A `sqlcipher` shell in `BEGIN EXCLUSIVE` with a pending write: no other connection can read
+    /// or write `database` until ``release()``.
+    public static func exclusiveLock(on database: String, key: ShellKey, table: String = "audit") throws -> ShellHolder {
+        guard let shell = SQLCipherShell.path else { throw SQLCipherShell.ShellMissing() }
+        return try ShellHolder(shell: shell, database: database, key: key, sql: "BEGIN EXCLUSIVE;\nINSERT INTO \(table) DEFAULT VALUES;")
+    }
+
+    /// Rolls back, quits and waits for the shell to exit.
+    public func release() {
+        guard process.isRunning else { return }
+        input.fileHandleForWriting.write(Data("ROLLBACK;\n.quit\n".utf8))
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    deinit { release() }
+}
