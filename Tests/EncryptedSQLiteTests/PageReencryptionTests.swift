@@ -245,6 +245,24 @@ struct PageReencryptionTests {
         #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
     }
 
+    @Test("a passphrase that reads like x'<64 hex>' is a raw key to SQLCipher, and to the library: pooled readers open without a KDF and page re-encryption rotates from and to it")
+    func passphraseThatLooksRaw() throws {
+        let directory = TemporaryDirectory("looks-raw")
+        let path = directory.file("app.sqlite")
+        let (oldHex, newHex) = (TestKeys.hex(), TestKeys.hex())
+        try Fixture.createWithShell(at: path, key: .hex(oldHex))
+        // Given as passphrases: SQLCipher still reads the bytes x'…' as raw keys.
+        let keys = try KeyList(database: path, keys: [
+            DatabaseKey(id: "old", source: .passphrase("x'\(oldHex)'")),
+            DatabaseKey(id: "new", source: .passphrase("x'\(newHex)'")),
+        ])
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(concurrentReaders: 2))
+        #expect(database.report.rotation?.method == .pageReencryption)
+        #expect(try database.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } == 200)
+        #expect(try SQLCipherShell.opens(path, with: .hex(newHex)))
+        #expect(try !SQLCipherShell.opens(path, with: .hex(oldHex)))
+    }
+
     @Test("a stale undo journal of a killed rotation is removed by the next open; one a live process holds is kept")
     func staleUndoFile() throws {
         let directory = TemporaryDirectory("undo-stale")

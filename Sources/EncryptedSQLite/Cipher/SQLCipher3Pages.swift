@@ -89,14 +89,12 @@ struct PageKeys: Sendable {
     /// The `x'<64 hex key><32 hex salt>'` text that keys a connection on a file with these keys
     /// without a key derivation.
     var keySpec: KeyMaterial {
-        let digits = Array("0123456789abcdef".utf8)
         let form = SecretBytes(count: 3 + 2 * (SQLCipher3PageFormat.keySize + salt.count)) { buffer in
             buffer[0] = UInt8(ascii: "x")
             buffer[1] = UInt8(ascii: "'")
             var index = 2
             func append(_ byte: UInt8) {
-                buffer[index] = digits[Int(byte >> 4)]
-                buffer[index + 1] = digits[Int(byte & 0x0F)]
+                Hex.write(byte, into: buffer, at: index)
                 index += 2
             }
             encryption.withUnsafeBytes { key in key.forEach(append) }
@@ -110,13 +108,13 @@ struct PageKeys: Sendable {
     private static func rawKey(in form: UnsafeRawBufferPointer, salt: [UInt8]) -> SecretBytes? {
         let keyDigits = 2 * SQLCipher3PageFormat.keySize
         if isRawKeyForm(form, hexDigits: keyDigits) {
-            return SecretBytes(count: SQLCipher3PageFormat.keySize) { decodeHex(form, from: 2, into: $0) }
+            return SecretBytes(count: SQLCipher3PageFormat.keySize) { _ = Hex.decode(form, from: 2, into: $0) }
         }
         if isRawKeyForm(form, hexDigits: keyDigits + 2 * salt.count) {
             var embedded = [UInt8](repeating: 0, count: salt.count)
-            embedded.withUnsafeMutableBytes { decodeHex(form, from: 2 + keyDigits, into: $0) }
+            _ = embedded.withUnsafeMutableBytes { Hex.decode(form, from: 2 + keyDigits, into: $0) }
             guard embedded == salt else { return nil }
-            return SecretBytes(count: SQLCipher3PageFormat.keySize) { decodeHex(form, from: 2, into: $0) }
+            return SecretBytes(count: SQLCipher3PageFormat.keySize) { _ = Hex.decode(form, from: 2, into: $0) }
         }
         return nil
     }
@@ -124,22 +122,7 @@ struct PageKeys: Sendable {
     /// SQLCipher's test: exactly `x'` + `hexDigits` hex digits + one more byte.
     private static func isRawKeyForm(_ form: UnsafeRawBufferPointer, hexDigits: Int) -> Bool {
         guard form.count == hexDigits + 3, form[0] | 0x20 == UInt8(ascii: "x"), form[1] == UInt8(ascii: "'") else { return false }
-        return (2..<(2 + hexDigits)).allSatisfy { hexValue(form[$0]) != nil }
-    }
-
-    private static func decodeHex(_ form: UnsafeRawBufferPointer, from start: Int, into output: UnsafeMutableRawBufferPointer) {
-        for index in 0..<output.count {
-            output[index] = hexValue(form[start + 2 * index])! << 4 | hexValue(form[start + 2 * index + 1])!
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        return (2..<(2 + hexDigits)).allSatisfy { Hex.value(of: form[$0]) != nil }
     }
 }
 

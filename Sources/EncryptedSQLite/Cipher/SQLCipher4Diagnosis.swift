@@ -65,21 +65,9 @@ struct SQLCipher4Diagnosis {
                 guard bytes.count == 67 else { return nil }
                 var raw = [UInt8](repeating: 0, count: 32)
                 defer { raw.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
-                for index in 0..<32 {
-                    guard let high = hexValue(bytes[2 + 2 * index]), let low = hexValue(bytes[3 + 2 * index]) else { return nil }
-                    raw[index] = high << 4 | low
-                }
+                guard raw.withUnsafeMutableBytes({ Hex.decode(bytes, from: 2, into: $0) }) else { return nil }
                 return SymmetricKey(data: raw)
             }
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
         }
     }
 }

@@ -1,4 +1,3 @@
-import COpenSSLCrypto
 import Foundation
 
 /// Turns a key into the form that opens one particular file without a key derivation:
@@ -17,53 +16,11 @@ enum DerivedKey {
     }
 
     /// The raw key plus salt for `material` on a file with `salt`, or `nil` when it cannot be
-    /// derived (then the caller keys with `material` itself).
+    /// derived (then the caller keys with `material` itself). SQLCipher's own rule decides how the
+    /// material is read (``PageKeys/derive(from:salt:kdfIterations:)``): `x'<64 hex>'` is a raw key,
+    /// anything else a passphrase run through PBKDF2-HMAC-SHA1.
     static func keySpec(for material: KeyMaterial, salt: [UInt8], kdfIterations: Int) -> KeyMaterial? {
-        guard salt.count == 16, kdfIterations > 0 else { return nil }
-        switch material.kind {
-        case .rawKey:
-            // x'<64 hex>' → x'<64 hex><32 hex salt>'
-            return material.withSQLCipherBytes { form -> KeyMaterial? in
-                guard form.count == 67 else { return nil }
-                return build(keyHex: UnsafeRawBufferPointer(rebasing: form[2..<66]), salt: salt)
-            }
-        case .passphrase:
-            let derived = SecretBytes(count: 32) { output in
-                material.withSQLCipherBytes { passphrase in
-                    salt.withUnsafeBufferPointer { saltBytes in
-                        _ = PKCS5_PBKDF2_HMAC_SHA1(
-                            passphrase.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(passphrase.count),
-                            saltBytes.baseAddress, Int32(saltBytes.count), Int32(kdfIterations),
-                            Int32(output.count), output.baseAddress?.assumingMemoryBound(to: UInt8.self))
-                    }
-                }
-            }
-            let hex = SecretBytes(count: 64) { buffer in
-                derived.withUnsafeBytes { bytes in
-                    for (index, byte) in bytes.enumerated() {
-                        buffer[2 * index] = hexDigits[Int(byte >> 4)]
-                        buffer[2 * index + 1] = hexDigits[Int(byte & 0x0F)]
-                    }
-                }
-            }
-            return hex.withUnsafeBytes { build(keyHex: $0, salt: salt) }
-        }
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    private static func build(keyHex: UnsafeRawBufferPointer, salt: [UInt8]) -> KeyMaterial {
-        let form = SecretBytes(count: 99) { buffer in
-            buffer[0] = UInt8(ascii: "x")
-            buffer[1] = UInt8(ascii: "'")
-            for index in 0..<64 { buffer[2 + index] = keyHex[index] }
-            for (index, byte) in salt.enumerated() {
-                buffer[66 + 2 * index] = hexDigits[Int(byte >> 4)]
-                buffer[67 + 2 * index] = hexDigits[Int(byte & 0x0F)]
-            }
-            buffer[98] = UInt8(ascii: "'")
-        }
-        return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
+        PageKeys.derive(from: material, salt: salt, kdfIterations: kdfIterations)?.keySpec
     }
 }
 

@@ -45,18 +45,11 @@ public final class Connection {
         case .readOnly: flags |= SQLITE_OPEN_READONLY
         }
         if create { flags |= SQLITE_OPEN_CREATE }
-        var opened: OpaquePointer?
-        let code = sqlite3_open_v2(path, &opened, flags, nil)
-        guard code == SQLITE_OK, let opened else {
-            let error = SQLiteError.from(handle: opened, code: code, sql: nil)
-            sqlite3_close_v2(opened)
-            throw error
-        }
-        handle = opened
+        handle = try Self.open(path, flags: flags)
         self.path = path
         accessMode = access
         #if DEBUG
-        observation = SQLObservation.shared.attach(handle: opened, path: path)
+        observation = SQLObservation.shared.attach(handle: handle, path: path)
         #endif
         sqlite3_extended_result_codes(handle, 1)
         if let key {
@@ -77,17 +70,22 @@ public final class Connection {
     ///
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file.
     init(rawFileAt path: String) throws {
+        handle = try Self.open(path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)
+        self.path = path
+        accessMode = .readOnly
+        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+    }
+
+    /// A new SQLite handle on `path`, or the error (the failed handle is closed).
+    private static func open(_ path: String, flags: Int32) throws -> OpaquePointer {
         var opened: OpaquePointer?
-        let code = sqlite3_open_v2(path, &opened, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
+        let code = sqlite3_open_v2(path, &opened, flags, nil)
         guard code == SQLITE_OK, let opened else {
             let error = SQLiteError.from(handle: opened, code: code, sql: nil)
             sqlite3_close_v2(opened)
             throw error
         }
-        handle = opened
-        self.path = path
-        accessMode = .readOnly
-        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+        return opened
     }
 
     private var isClosed = false

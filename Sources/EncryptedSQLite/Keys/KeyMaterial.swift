@@ -59,7 +59,7 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
     static func rawKey(hexBytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
         guard !hexBytes.isEmpty else { throw .empty }
         guard hexBytes.count == 64 else { throw .wrongHexLength(digits: hexBytes.count) }
-        for (offset, byte) in hexBytes.enumerated() where hexValue(byte) == nil {
+        for (offset, byte) in hexBytes.enumerated() where Hex.value(of: byte) == nil {
             throw .notHex(position: offset + 1)
         }
         // x'<64 hex>' — 67 bytes, built directly in the secret buffer.
@@ -76,14 +76,10 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
     /// - Throws: ``KeyMaterialProblem/wrongByteCount(bytes:)`` unless there are exactly 32 bytes.
     public static func rawKey(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
         guard bytes.count == 32 else { throw .wrongByteCount(bytes: bytes.count) }
-        let digits = Array("0123456789abcdef".utf8)
         let form = SecretBytes(count: 67) { buffer in
             buffer[0] = UInt8(ascii: "x")
             buffer[1] = UInt8(ascii: "'")
-            for (offset, byte) in bytes.enumerated() {
-                buffer[2 + 2 * offset] = digits[Int(byte >> 4)]
-                buffer[3 + 2 * offset] = digits[Int(byte & 0x0F)]
-            }
+            for (offset, byte) in bytes.enumerated() { Hex.write(byte, into: buffer, at: 2 + 2 * offset) }
             buffer[66] = UInt8(ascii: "'")
         }
         return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
@@ -105,15 +101,6 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
     public var debugDescription: String { description }
     /// Shows the kind only, so `dump()` never prints the secret.
     public var customMirror: Mirror { Mirror(self, children: ["kind": kind]) }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }
 
 /// Why some bytes are not usable key material. Never contains the bytes.

@@ -24,6 +24,25 @@ enum FileSystem {
         guard link(source, target) == 0 else { throw .failed(operation: "link \(source) to \(target)", errno: errno) }
     }
 
+    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed (root
+    /// only), open for reading and writing, with an exclusive `flock` held; returns the descriptor.
+    static func createLocked(_ path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(descriptor)
+            unlink(path)
+            throw .failed(operation: "lock \(path)", errno: code)
+        }
+        _ = fchmod(descriptor, mode)
+        var status = stat()
+        if let owner, stat(owner, &status) == 0 {
+            _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
+        }
+        return descriptor
+    }
+
     /// Removes a file; a missing file is not an error.
     static func removeIfPresent(_ path: String) {
         _ = unlink(path)
@@ -106,21 +125,8 @@ final class DescriptorFile: RandomAccessFile, @unchecked Sendable {
     /// only), open for reading and writing, and holds an exclusive `flock` on it until closed, so
     /// that a later run can tell it from the leftover of a dead process (``LockedNewFile``).
     init(creating path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            Foundation.close(descriptor)
-            unlink(path)
-            throw .failed(operation: "lock \(path)", errno: code)
-        }
-        _ = fchmod(descriptor, mode)
-        var status = stat()
-        if let owner, stat(owner, &status) == 0 {
-            _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
-        }
         self.path = path
-        self.descriptor = descriptor
+        descriptor = try FileSystem.createLocked(path, mode: mode, ownerOf: owner)
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(FileSystemError) -> Int {
@@ -213,21 +219,8 @@ final class LockedNewFile {
 
     /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed, and locks it.
     init(path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            close(descriptor)
-            unlink(path)
-            throw .failed(operation: "lock \(path)", errno: code)
-        }
-        _ = fchmod(descriptor, mode)
-        var status = stat()
-        if let owner, stat(owner, &status) == 0 {
-            _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
-        }
         self.path = path
-        self.descriptor = descriptor
+        descriptor = try FileSystem.createLocked(path, mode: mode, ownerOf: owner)
     }
 
     /// Releases the lock (the file stays).
