@@ -1,83 +1,82 @@
-// encryptedsqlite-benchmarks: open-cost measurements, release build.
+// encryptedsqlite-benchmarks: issue 6's benchmark suite (release build; see Benchmarks/README.md).
 //
-//   swift run -c release encryptedsqlite-benchmarks [runs]
+//   scripts/bench.sh            (or: make bench)
+//   swift run -c release encryptedsqlite-benchmarks [--runs N] [--rotation-mb N] [--only insert,fetch] …
 //
-// Every figure is a median over `runs` (default 21), measured in this process against the raw
-// SQLCipher C API on the same file, so that ratios are comparable on a noisy shared machine.
+// Every workload runs EncryptedSQLite next to an equivalent raw C baseline (the SQLCipher C API
+// through CSQLCipher, same engine, same key, same cipher settings, same SQL) in this process, and
+// every figure is a median of runs interleaved with the baseline's, so that the ratios hold on a
+// shared, noisy machine. Prints a table and writes a JSON file of medians and ratios.
 import CSQLCipher
 import EncryptedSQLite
 import Foundation
 
-let runs = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 21 : 21
+let arguments = Array(CommandLine.arguments.dropFirst())
+
+if arguments.first == "__rotation-child" {
+    do {
+        try RotationWorkload.child(arguments: Array(arguments.dropFirst()))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("rotation child: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+let options: Options
+do {
+    options = try Options.parse(arguments)
+} catch {
+    FileHandle.standardError.write(Data("\(error)\n\(Options.usage)\n".utf8))
+    exit(64)
+}
+
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("encryptedsqlite-bench-\(getpid())").path
 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: folder) }
-let path = folder + "/bench.sqlite"
-let passphrase = "benchmark passphrase \(UUID().uuidString)"
 
-func median(_ samples: [Duration]) -> Duration { samples.sorted()[samples.count / 2] }
-func measure(_ body: () throws -> Void) rethrows -> Duration {
-    var samples: [Duration] = []
-    for _ in 0..<runs {
-        let start = ContinuousClock.now
-        try body()
-        samples.append(ContinuousClock.now - start)
-    }
-    return median(samples)
-}
-func ms(_ duration: Duration) -> String { String(format: "%8.2f ms", duration.milliseconds) }
-
-// The file: on the current key, in WAL mode, with a table.
-let keys = try KeyList(database: path, keys: [DatabaseKey(id: "current", source: .passphrase(passphrase))], environment: [:])
 do {
-    let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true, concurrentReaders: 1))
-    try database.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES ('x')") }
-}
-
-/// Raw C API: open, key with the passphrase, read the schema, close.
-func rawOpen() {
-    var handle: OpaquePointer?
-    sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
-    _ = passphrase.withCString { sqlite3_key(handle, $0, Int32(strlen($0))) }
-    sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
-    sqlite3_close_v2(handle)
-}
-
-/// A key list of its own: its derivation cache starts empty, as in a new process.
-func freshKeys() throws -> KeyList {
-    try KeyList(database: path, keys: [DatabaseKey(id: "current", source: .passphrase(passphrase))], environment: [:])
-}
-
-/// Opens the database and makes `readers` reads overlap, so that the pool opens that many readers.
-func openWithPool(readers: Int, keys: KeyList) throws {
-    let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(concurrentReaders: readers))
-    let inside = DispatchSemaphore(value: 0)
-    let release = DispatchSemaphore(value: 0)
-    let group = DispatchGroup()
-    for _ in 0..<readers {
-        DispatchQueue.global().async(group: group) {
-            _ = try? database.read { _ in inside.signal(); release.wait() }
+    if let name = options.profile {
+        guard let variant = ProfileVariant(rawValue: name) else { throw UsageError("unknown profile variant \(name)") }
+        switch variant {
+        case .openOneKey, .openFiveKeys, .openPool:
+            try OpenWorkloads(folder: folder, runs: 1, poolReaders: options.poolReaders).profile(variant)
+        default:
+            try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).profile(variant)
         }
+        exit(0)
     }
-    for _ in 0..<readers { inside.wait() }
-    for _ in 0..<readers { release.signal() }
-    group.wait()
+
+    let report = Report()
+    let engine = SQLCipherEngine.linked.version
+    let sqlite = String(cString: sqlite3_libversion())
+    print("EncryptedSQLite benchmarks: SQLCipher \(engine) (SQLite \(sqlite)), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    print("medians of interleaved runs; each ratio is against a baseline measured in this same run")
+    print(Report.header)
+    if options.runs(.insert) || options.runs(.fetch) || options.runs(.lookup) {
+        try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).run(options: options, report: report)
+    }
+    if options.runs(.open) || options.runs(.pool) {
+        try OpenWorkloads(folder: folder, runs: options.openRuns, poolReaders: options.poolReaders).run(options: options, report: report)
+    }
+    if options.runs(.rotation), options.rotationMB > 0 {
+        try RotationWorkload(folder: folder, megabytes: options.rotationMB, runs: options.rotationRuns).run(options: options, report: report)
+    }
+    if options.runs(.concurrency) {
+        try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
+                                runs: options.concurrencyRuns, poolReaders: options.poolReaders).run(report: report)
+    }
+    report.printTable(title: "Summary (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, possibly shared; ratios are same-run)")
+    try report.writeJSON(to: options.jsonPath, settings: [
+        "engine": "SQLCipher \(engine), SQLite \(sqlite)",
+        "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
+        "runs": "\(options.runs)", "openRuns": "\(options.openRuns)", "rows": "\(options.rows)", "lookups": "\(options.lookups)",
+        "rotationMB": "\(options.rotationMB)", "rotationRuns": "\(options.rotationRuns)",
+        "writers": "\(options.writers)", "readers": "\(options.readers)", "opsPerTask": "\(options.opsPerTask)",
+        "concurrencyRuns": "\(options.concurrencyRuns)", "poolReaders": "\(options.poolReaders)",
+    ])
+    print("results: \(options.jsonPath)")
+} catch {
+    FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+    exit(1)
 }
-
-let raw = measure { rawOpen() }
-let raw5 = measure { for _ in 0..<5 { rawOpen() } }
-let coldOne = try measure { _ = try EncryptedDatabase(path: path, keys: freshKeys()) }
-let coldPool = try measure { try openWithPool(readers: 4, keys: freshKeys()) }
-let warmOne = try measure { _ = try EncryptedDatabase(path: path, keys: keys) }
-let warmPool = try measure { try openWithPool(readers: 4, keys: keys) }
-
-func ratio(_ a: Duration, _ b: Duration) -> String { String(format: "%5.2fx", a.milliseconds / b.milliseconds) }
-print("open cost of a file on its current key, passphrase key, median of \(runs) runs")
-print("  raw C API: open + key + read schema (one PBKDF2)         \(ms(raw))")
-print("  raw C API: 5 connections keyed with the passphrase       \(ms(raw5))   \(ratio(raw5, raw)) raw")
-print("  first open in a process (new key list: one PBKDF2)")
-print("    EncryptedDatabase, one connection                      \(ms(coldOne))   \(ratio(coldOne, raw)) raw")
-print("    EncryptedDatabase + pool of 4 readers, all opened      \(ms(coldPool))   \(ratio(coldPool, coldOne)) one connection")
-print("  later opens with the same key list (derivation reused)")
-print("    EncryptedDatabase, one connection                      \(ms(warmOne))   \(ratio(warmOne, raw)) raw")
-print("    EncryptedDatabase + pool of 4 readers, all opened      \(ms(warmPool))   \(ratio(warmPool, warmOne)) one connection")

@@ -58,6 +58,7 @@ extension DatabaseValue: DatabaseValueConvertible {
 
 extension Int64: DatabaseValueConvertible {
     /// `.integer(self)`.
+    @inlinable
     public var databaseValue: DatabaseValue { .integer(self) }
     /// Accepts integers, and reals that hold a whole number in range.
     public init?(databaseValue: DatabaseValue) {
@@ -73,6 +74,7 @@ extension Int64: DatabaseValueConvertible {
 
 extension Int: DatabaseValueConvertible {
     /// `.integer(Int64(self))`.
+    @inlinable
     public var databaseValue: DatabaseValue { .integer(Int64(self)) }
     /// Accepts what `Int64` accepts, when it fits.
     public init?(databaseValue: DatabaseValue) {
@@ -83,6 +85,7 @@ extension Int: DatabaseValueConvertible {
 
 extension Int32: DatabaseValueConvertible {
     /// `.integer(Int64(self))`.
+    @inlinable
     public var databaseValue: DatabaseValue { .integer(Int64(self)) }
     /// Accepts what `Int64` accepts, when it fits.
     public init?(databaseValue: DatabaseValue) {
@@ -93,6 +96,7 @@ extension Int32: DatabaseValueConvertible {
 
 extension Double: DatabaseValueConvertible {
     /// `.real(self)`.
+    @inlinable
     public var databaseValue: DatabaseValue { .real(self) }
     /// Accepts reals and integers.
     public init?(databaseValue: DatabaseValue) {
@@ -106,6 +110,7 @@ extension Double: DatabaseValueConvertible {
 
 extension String: DatabaseValueConvertible {
     /// `.text(self)`.
+    @inlinable
     public var databaseValue: DatabaseValue { .text(self) }
     /// Accepts text only.
     public init?(databaseValue: DatabaseValue) {
@@ -116,6 +121,7 @@ extension String: DatabaseValueConvertible {
 
 extension Bool: DatabaseValueConvertible {
     /// `.integer(1)` or `.integer(0)`, as SQLite stores booleans.
+    @inlinable
     public var databaseValue: DatabaseValue { .integer(self ? 1 : 0) }
     /// Accepts integers: 0 is `false`, anything else `true`.
     public init?(databaseValue: DatabaseValue) {

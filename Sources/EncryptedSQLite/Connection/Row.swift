@@ -17,8 +17,16 @@ final class ColumnLayout: Sendable {
     }
 
     /// The leftmost column with this name; exact match first, then case-insensitive as in SQL.
+    ///
+    /// Result sets are usually narrow: up to 16 columns, comparing the names in order is cheaper
+    /// than hashing the name (short names compare as two machine words).
     func index(of name: String) -> Int? {
-        exact[name] ?? folded[name.lowercased()]
+        if names.count <= 16 {
+            for index in names.indices where names[index] == name { return index }
+        } else if let index = exact[name] {
+            return index
+        }
+        return folded[name.lowercased()]
     }
 }
 

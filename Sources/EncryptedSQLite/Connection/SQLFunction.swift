@@ -50,13 +50,14 @@ final class SQLFunctionBox {
 }
 
 extension DatabaseValue {
+    /// The value of an `sqlite3_value`: a function argument, or a column of a statement's current
+    /// row (`sqlite3_column_value`, read on the connection's thread).
+    @usableFromInline
     init(sqliteValue value: OpaquePointer?) {
         switch sqlite3_value_type(value) {
         case SQLITE_INTEGER: self = .integer(sqlite3_value_int64(value))
         case SQLITE_FLOAT: self = .real(sqlite3_value_double(value))
-        case SQLITE_TEXT:
-            let count = Int(sqlite3_value_bytes(value))
-            self = .text(sqlite3_value_text(value).map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) } ?? "")
+        case SQLITE_TEXT: self = .text(Statement.string(from: value))
         case SQLITE_BLOB:
             let count = Int(sqlite3_value_bytes(value))
             self = .blob(sqlite3_value_blob(value).map { [UInt8](UnsafeRawBufferPointer(start: $0, count: count)) } ?? [])

@@ -13,12 +13,59 @@ let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 /// for name in names { try insert.execute([name]) }
 /// ```
 public final class Statement {
+    @usableFromInline
     let handle: OpaquePointer
     /// The connection this statement runs on.
     public let connection: Connection
     /// The SQL text of this statement.
     public let sql: String
+    // The mutable state below is touched for every row and every bound value. A statement is
+    // used by one thread at a time and none of these accesses overlaps another (no closure runs
+    // while one is in progress), so the runtime exclusivity checks, which would cost more than
+    // SQLite's own work for a bind, are turned off for them.
+    @exclusivity(unchecked)
     private var layoutCache: ColumnLayout?
+    @exclusivity(unchecked)
+    @usableFromInline
+    var columnRequests = ColumnRequestCache()
+    /// The decoder of this statement's rows, made on first use; retained here and released in
+    /// `deinit` (kept unmanaged so that using it costs no reference counting).
+    @exclusivity(unchecked)
+    private var rowDecoderReference: Unmanaged<ColumnsDecoder>?
+    /// The bytes of the bound text and blob values, which SQLite reads in place.
+    @exclusivity(unchecked)
+    private var bindingBytes = BindingBuffer()
+    /// `true` once the statement has stepped and not been reset since: binding then needs a reset.
+    @exclusivity(unchecked)
+    @usableFromInline
+    var needsReset = false
+
+    /// Decodes the current row into `T`, reading the columns in place, with the statement's
+    /// decoder (``ColumnsDecoder``), made once.
+    @usableFromInline
+    func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
+        if rowDecoderReference == nil {
+            rowDecoderReference = .passRetained(ColumnsDecoder(statement: .passUnretained(self)))
+        }
+        return try rowDecoderReference.unsafelyUnwrapped._withUnsafeGuaranteedRef { try T(from: $0) }
+    }
+
+    /// The column a row's request for `name` reads (by a name getter or by decoding), or `nil`
+    /// when there is none: exact match first, then case-insensitive. The answers are kept across
+    /// rows (``ColumnRequestCache``); each step starts a new row of requests.
+    @inlinable @inline(__always)
+    func column(forRequest name: String) -> Int? {
+        if let cached = columnRequests.next(name) { return cached < 0 ? nil : cached }
+        return lookUpColumn(forRequest: name)
+    }
+
+    /// ``column(forRequest:)`` when the cache missed: looks the name up and records it.
+    @usableFromInline
+    func lookUpColumn(forRequest name: String) -> Int? {
+        let found = layout.index(of: name)
+        columnRequests.record(name, column: found ?? -1)
+        return found
+    }
 
     init(connection: Connection, handle: OpaquePointer, sql: String) {
         self.connection = connection
@@ -26,7 +73,12 @@ public final class Statement {
         self.sql = sql
     }
 
-    deinit { sqlite3_finalize(handle) }
+    /// Finalizes the statement, releases its decoder, and then (stored properties go after
+    /// `deinit`) wipes and frees the bound bytes SQLite was reading.
+    deinit {
+        sqlite3_finalize(handle)
+        rowDecoderReference?.release()
+    }
 
     /// The number of parameter slots (`?NNN` counts up to its largest NNN).
     public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
@@ -52,7 +104,6 @@ public final class Statement {
     /// - Throws: ``StatementError`` when the arguments do not fit the parameters, ``SQLiteError``
     ///   when SQLite refuses a value.
     public func bind(_ arguments: StatementArguments) throws {
-        reset()
         var consumed = 0
         var usedNames = Set<String>()
         try bind(arguments, positionalOffset: &consumed, usedNames: &usedNames)
@@ -61,8 +112,20 @@ public final class Statement {
 
     /// Binds the part of `arguments` this statement needs, starting at `positionalOffset` for
     /// positional arguments; used to spread one argument list over several statements.
+    ///
+    /// Every parameter slot gets a value, or the call throws and every slot is `NULL` (see
+    /// ``BindingBuffer`` for why that matters).
     func bind(_ arguments: StatementArguments, positionalOffset: inout Int, usedNames: inout Set<String>) throws {
-        sqlite3_clear_bindings(handle)
+        startBinding()
+        do {
+            try bindAllSlots(arguments, positionalOffset: &positionalOffset, usedNames: &usedNames)
+        } catch {
+            bindingFailed()
+            throw error
+        }
+    }
+
+    private func bindAllSlots(_ arguments: StatementArguments, positionalOffset: inout Int, usedNames: inout Set<String>) throws {
         let count = parameterCount
         guard count > 0 else { return }
         switch arguments.storage {
@@ -106,7 +169,25 @@ public final class Statement {
         }
     }
 
-    private func bind(_ value: DatabaseValue, at slot: Int32) throws {
+    /// Starts a set of bindings that binds every slot: resets the statement when it has run, and
+    /// reuses the bound bytes' buffer.
+    @usableFromInline
+    func startBinding() {
+        if needsReset { reset() }
+        bindingBytes.startBinding()
+    }
+
+    /// After a failed bind: every slot becomes `NULL`, so none points at replaced bytes.
+    @usableFromInline
+    func bindingFailed() {
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Binds one value to a parameter slot (1-based), within a set of bindings begun with
+    /// ``startBinding()``. Text and blobs up to ``BindingBuffer/largestValue`` bytes are bound in
+    /// place from the statement's buffer; larger ones are copied by SQLite.
+    @usableFromInline
+    func bind(_ value: DatabaseValue, at slot: Int32) throws {
         let code: Int32
         switch value {
         case .null:
@@ -115,20 +196,15 @@ public final class Statement {
             code = sqlite3_bind_int64(handle, slot, integer)
         case .real(let real):
             code = sqlite3_bind_double(handle, slot, real)
-        case .text(var text):
-            code = text.withUTF8 { buffer in
-                // An empty buffer may have no base address; SQLite would bind NULL for it.
-                guard let base = buffer.baseAddress, buffer.count > 0 else {
-                    return sqlite3_bind_text(handle, slot, "", 0, sqliteTransient)
-                }
-                return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                    sqlite3_bind_text(handle, slot, $0, Int32(buffer.count), sqliteTransient)
-                }
-            }
+        case .text(let text):
+            code = bindText(text, at: slot)
         case .blob(let bytes):
             code = bytes.withUnsafeBytes { buffer in
                 guard let base = buffer.baseAddress, buffer.count > 0 else {
                     return sqlite3_bind_zeroblob(handle, slot, 0)
+                }
+                if let stored = bindingBytes.store(buffer) {
+                    return sqlite3_bind_blob(handle, slot, stored, Int32(buffer.count), nil)
                 }
                 return sqlite3_bind_blob(handle, slot, base, Int32(buffer.count), sqliteTransient)
             }
@@ -136,14 +212,63 @@ public final class Statement {
         guard code == SQLITE_OK else { throw connection.error(code: code, sql: sql) }
     }
 
+    /// Binds one typed value to a parameter slot (1-based), within a set of bindings begun with
+    /// ``startBinding()``: `Int64`, `Int`, `Double` and `String` directly, other types through
+    /// their ``DatabaseValueConvertible/databaseValue``, with the same result.
+    @inlinable @inline(__always)
+    func bindValue<Value: DatabaseValueConvertible>(_ value: Value, at slot: Int32) throws {
+        let code: Int32
+        if Value.self == Int64.self {
+            code = sqlite3_bind_int64(handle, slot, unsafeBitCast(value, to: Int64.self))
+        } else if Value.self == Int.self {
+            code = sqlite3_bind_int64(handle, slot, Int64(unsafeBitCast(value, to: Int.self)))
+        } else if Value.self == Double.self {
+            code = sqlite3_bind_double(handle, slot, unsafeBitCast(value, to: Double.self))
+        } else if Value.self == String.self {
+            code = bindText(unsafeBitCast(value, to: String.self), at: slot)
+        } else {
+            return try bind(value.databaseValue, at: slot)
+        }
+        guard code == SQLITE_OK else { throw bindingError(code) }
+    }
+
+    /// The error for a value SQLite refused to bind.
+    @usableFromInline
+    func bindingError(_ code: Int32) -> SQLiteError {
+        connection.error(code: code, sql: sql)
+    }
+
+    /// Binds a string as text (see `bindText(_:at:)` for bytes).
+    @usableFromInline
+    func bindText(_ text: String, at slot: Int32) -> Int32 {
+        text.utf8.withContiguousStorageIfAvailable { bindText(UnsafeRawBufferPointer($0), at: slot) } ?? {
+            var text = text
+            return text.withUTF8 { bindText(UnsafeRawBufferPointer($0), at: slot) }
+        }()
+    }
+
+    /// Binds UTF-8 bytes as text: in place from the statement's buffer, or copied by SQLite
+    /// when too large for it.
+    @inline(__always)
+    private func bindText(_ bytes: UnsafeRawBufferPointer, at slot: Int32) -> Int32 {
+        // An empty buffer may have no base address; SQLite would bind NULL for it.
+        guard bytes.count > 0 else { return sqlite3_bind_text(handle, slot, "", 0, sqliteTransient) }
+        if let stored = bindingBytes.store(bytes) {
+            return sqlite3_bind_text(handle, slot, stored.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+        }
+        return sqlite3_bind_text(handle, slot, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count), sqliteTransient)
+    }
+
     /// Resets the statement so that it runs again from the start; bindings are kept.
     public func reset() {
         sqlite3_reset(handle)
+        needsReset = false
     }
 
-    /// Removes all bindings (every parameter becomes `NULL`).
+    /// Removes all bindings (every parameter becomes `NULL`) and wipes their bytes.
     public func clearBindings() {
         sqlite3_clear_bindings(handle)
+        bindingBytes.startBinding()
     }
 
     /// Runs the statement to its next row.
@@ -153,13 +278,16 @@ public final class Statement {
     /// - Throws: ``SQLiteError``; the statement is reset so that it can run again.
     @discardableResult
     public func step() throws -> Bool {
+        needsReset = true
         let code = sqlite3_step(handle)
         switch code {
-        case SQLITE_ROW: return true
+        case SQLITE_ROW:
+            columnRequests.startRow()
+            return true
         case SQLITE_DONE: return false
         default:
             let error = connection.error(code: code, sql: sql)
-            sqlite3_reset(handle)
+            reset()
             throw error
         }
     }
@@ -201,16 +329,7 @@ public final class Statement {
 
     /// The current row's value at a column index, without building a ``Row``.
     public func value(at index: Int32) -> DatabaseValue {
-        switch sqlite3_column_type(handle, index) {
-        case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, index))
-        case SQLITE_FLOAT: return .real(sqlite3_column_double(handle, index))
-        case SQLITE_TEXT: return .text(text(at: index))
-        case SQLITE_BLOB:
-            let count = Int(sqlite3_column_bytes(handle, index))
-            guard count > 0, let base = sqlite3_column_blob(handle, index) else { return .blob([]) }
-            return .blob([UInt8](UnsafeRawBufferPointer(start: base, count: count)))
-        default: return .null
-        }
+        DatabaseValue(sqliteValue: sqlite3_column_value(handle, index))
     }
 
     /// The current row's integer at a column index (SQLite's conversion rules apply; `NULL` is 0).

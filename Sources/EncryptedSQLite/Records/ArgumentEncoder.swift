@@ -96,6 +96,15 @@ private final class ValueEncoder: Encoder, SingleValueEncodingContainer {
 
     static func databaseValue<T: Encodable>(of value: T) throws -> DatabaseValue {
         if let convertible = value as? any DatabaseValueConvertible { return convertible.databaseValue }
+        // The other standard numbers (Int8…UInt64, Float): their own `encode(to:)` would hand
+        // themselves to this encoder again, forever.
+        if let integer = value as? any FixedWidthInteger {
+            guard let wide = Int64(exactly: integer) else {
+                throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "\(T.self) value does not fit a 64-bit SQLite integer"))
+            }
+            return .integer(wide)
+        }
+        if let float = value as? Float { return .real(Double(float)) }
         let encoder = ValueEncoder()
         do {
             try value.encode(to: encoder)

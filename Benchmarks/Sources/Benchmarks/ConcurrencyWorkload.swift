@@ -1,0 +1,189 @@
+import CSQLCipher
+import EncryptedSQLite
+import Foundation
+
+/// Workload 7: `writers` tasks inserting and `readers` tasks looking rows up, concurrently, through
+/// one `EncryptedDatabase` (with and without a reader pool), against the raw C equivalent: one
+/// connection behind a mutex, used by as many threads doing the same operations (each write in its
+/// own `BEGIN IMMEDIATE` transaction, each read in its own deferred one), in the same journal mode.
+struct ConcurrencyWorkload {
+    let folder: String
+    let writers: Int
+    let readers: Int
+    let opsPerTask: Int
+    let runs: Int
+    let poolReaders: Int
+    let hexKey = randomHexKey()
+    static let initialRows = 10_000
+
+    static let insertSQL = "INSERT INTO items(name, score) VALUES (?, ?)"
+    static let lookupSQL = "SELECT id, name, score FROM items WHERE id = ?"
+
+    var totalOps: Int { (writers + readers) * opsPerTask }
+
+    /// A fresh file with `initialRows` rows, in WAL or DELETE journal mode.
+    func makeFile(_ path: String, wal: Bool) throws {
+        for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let db = try RawConnection(path: path, key: "x'\(hexKey)'", create: true)
+        try db.exec("""
+            PRAGMA journal_mode = \(wal ? "WAL" : "DELETE");
+            CREATE TABLE items(id INTEGER PRIMARY KEY, name TEXT, score REAL);
+            BEGIN;
+            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(Self.initialRows))
+            INSERT INTO items(name, score) SELECT 'name-' || x, x * 0.5 FROM n;
+            COMMIT;
+            """)
+    }
+
+    func run(report: Report) throws {
+        for wal in [false, true] {
+            let samples = try paired(runs: runs,
+                                     baseline: { try rawOpsPerSecond(wal: wal) },
+                                     library: { try libraryOpsPerSecond(pool: wal) })
+            let mode = wal ? "WAL" : "DELETE"
+            report.add(ResultRow(workload: "7 \(writers)w+\(readers)r tasks, \(mode)", baseline: "raw C, 1 handle + mutex, \(mode)",
+                                 library: wal ? "EncryptedDatabase, pool of \(poolReaders)" : "EncryptedDatabase, no pool",
+                                 unit: "ops/s", baselineSamples: samples.baseline, librarySamples: samples.library,
+                                 notes: ["operations": "\(totalOps) per run (\(opsPerTask) per task)"]))
+        }
+    }
+
+    /// Raw C: threads sharing one mutex-guarded connection.
+    func rawOpsPerSecond(wal: Bool) throws -> Double {
+        let path = folder + "/concurrency-raw.sqlite"
+        try makeFile(path, wal: wal)
+        let shared = try SharedRawConnection(path: path, key: "x'\(hexKey)'")
+        let failures = Failures()
+        let group = DispatchGroup()
+        let seconds = timedRegion {
+            for task in 0..<(writers + readers) {
+                let isWriter = task < writers
+                let thread = Thread { [opsPerTask] in
+                    do {
+                        for op in 0..<opsPerTask {
+                            if isWriter {
+                                try shared.insert(name: "task-\(task)-\(op)", score: Double(op))
+                            } else {
+                                try shared.lookup(id: Int64(1 + (task * 7919 + op * 104_729) % Self.initialRows))
+                            }
+                        }
+                    } catch {
+                        failures.add(error)
+                    }
+                    group.leave()
+                }
+                group.enter()
+                thread.start()
+            }
+            group.wait()
+        }
+        try failures.check()
+        guard try shared.count() == Self.initialRows + writers * opsPerTask else { throw BenchmarkError("raw concurrency lost rows") }
+        return Double(totalOps) / seconds
+    }
+
+    /// EncryptedSQLite: Swift tasks using the async API.
+    func libraryOpsPerSecond(pool: Bool) throws -> Double {
+        let path = folder + "/concurrency-lib.sqlite"
+        try makeFile(path, wal: pool)
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "bench", source: .hex(hexKey))], environment: [:])
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(concurrentReaders: pool ? poolReaders : 0))
+        let (writers, readers, opsPerTask) = (self.writers, self.readers, self.opsPerTask)
+        let seconds = try waitFor {
+            let start = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<(writers + readers) {
+                    let isWriter = task < writers
+                    group.addTask {
+                        for op in 0..<opsPerTask {
+                            if isWriter {
+                                try await database.write { db in
+                                    try db.cachedStatement(Self.insertSQL).execute(values: "task-\(task)-\(op)", Double(op))
+                                }
+                            } else {
+                                let id = Int64(1 + (task * 7919 + op * 104_729) % Self.initialRows)
+                                _ = try await database.read { db in
+                                    try db.cachedStatement(Self.lookupSQL).fetchOne(values: id) { row in
+                                        Item(id: try row.get(0), name: try row.get(1), score: try row.get(2))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            return (ContinuousClock.now - start).seconds
+        }
+        let count = try database.read { db in try db.queryValue("SELECT count(*) FROM items", as: Int.self) }
+        guard count == Self.initialRows + writers * opsPerTask else { throw BenchmarkError("library concurrency lost rows") }
+        return Double(totalOps) / seconds
+    }
+}
+
+/// One raw connection behind a mutex: the C baseline of workload 7.
+final class SharedRawConnection: @unchecked Sendable {
+    private let lock = NSLock()
+    // Invariant: `db`, `insertStatement` and `lookupStatement` are only used with `lock` held.
+    private let db: RawConnection
+    private let insertStatement: OpaquePointer
+    private let lookupStatement: OpaquePointer
+
+    init(path: String, key: String) throws {
+        db = try RawConnection(path: path, key: key)
+        insertStatement = try db.prepare(ConcurrencyWorkload.insertSQL)
+        lookupStatement = try db.prepare(ConcurrencyWorkload.lookupSQL)
+    }
+
+    deinit {
+        sqlite3_finalize(insertStatement)
+        sqlite3_finalize(lookupStatement)
+    }
+
+    func insert(name: String, score: Double) throws {
+        try lock.withLock {
+            try db.exec("BEGIN IMMEDIATE")
+            sqlite3_bind_double(insertStatement, 2, score)
+            let code = rawBindTextAndStep(insertStatement, 1, name)
+            sqlite3_reset(insertStatement)
+            guard code == SQLITE_DONE else {
+                try? db.exec("ROLLBACK")
+                throw db.error(code, ConcurrencyWorkload.insertSQL)
+            }
+            try db.exec("COMMIT")
+        }
+    }
+
+    func lookup(id: Int64) throws {
+        try lock.withLock {
+            try db.exec("BEGIN")
+            defer { try? db.exec("COMMIT") }
+            sqlite3_bind_int64(lookupStatement, 1, id)
+            defer { sqlite3_reset(lookupStatement) }
+            guard sqlite3_step(lookupStatement) == SQLITE_ROW else { throw db.error(sqlite3_errcode(db.handle), ConcurrencyWorkload.lookupSQL) }
+            _ = Item(id: sqlite3_column_int64(lookupStatement, 0), name: rawColumnText(lookupStatement, 1), score: sqlite3_column_double(lookupStatement, 2))
+        }
+    }
+
+    func count() throws -> Int {
+        try lock.withLock { Int(try db.integer("SELECT count(*) FROM items")) }
+    }
+}
+
+/// Runs async work from synchronous code: the calling thread waits (it is not a thread of the
+/// cooperative pool, so nothing the work needs is blocked).
+func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+/// Carries a result from a task to the thread waiting for it (the semaphore orders the accesses).
+final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, any Error>?
+}

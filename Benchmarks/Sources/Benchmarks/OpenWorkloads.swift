@@ -1,0 +1,145 @@
+import CSQLCipher
+import EncryptedSQLite
+import Foundation
+
+/// Workloads 4 and 5: what opening costs with passphrase keys (one PBKDF2 of 64,000 iterations per
+/// passphrase tried), against the raw C API doing the same trials.
+///
+/// Every library open uses a key list built for that open, so that nothing derived by an earlier
+/// open is reused: each measured open costs what the first open in a new process costs.
+struct OpenWorkloads {
+    let folder: String
+    let runs: Int
+    let poolReaders: Int
+    /// Five passphrases, oldest first; the last is current.
+    let passphrases = (0..<5).map { _ in randomPassphrase() }
+
+    var current: String { passphrases[4] }
+    var oldest: String { passphrases[0] }
+    var currentFile: String { folder + "/open-current.sqlite" }
+    var oldestFile: String { folder + "/open-oldest.sqlite" }
+
+    /// A key list of its own (an empty derivation cache, as in a new process).
+    func keys(_ path: String, count: Int) throws -> KeyList {
+        let chosen = passphrases.suffix(count)
+        return try KeyList(database: path, keys: chosen.enumerated().map { DatabaseKey(id: "k\($0.offset)", source: .passphrase($0.element)) },
+                           environment: [:])
+    }
+
+    /// Both files, in WAL mode with one small table: one on the current key, one on the oldest.
+    func makeFiles() throws {
+        for (path, passphrase) in [(currentFile, current), (oldestFile, oldest)] {
+            try? FileManager.default.removeItem(atPath: path)
+            let db = try RawConnection(path: path, key: passphrase, create: true)
+            try db.exec("PRAGMA journal_mode = WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES ('x')")
+        }
+    }
+
+    /// Raw C: open, key with `passphrase`, read the schema; `true` when the key opened the file.
+    func rawTrial(_ path: String, _ passphrase: String) -> Bool {
+        guard let db = try? RawConnection(path: path, key: passphrase) else { return false }
+        return (try? db.verifyReadable()) != nil
+    }
+
+    func run(options: Options, report: Report) throws {
+        try makeFiles()
+        if options.runs(.open) {
+            // 4a: a current-key file, 1-key list, against the raw C open.
+            let one = try paired(runs: runs,
+                                 baseline: { timedRegion { precondition(rawTrial(currentFile, current)) } },
+                                 library: { try openSeconds(currentFile, keys(currentFile, count: 1)) })
+            report.add(.timed(workload: "4 open, current key, 1 key", baseline: "raw C open+key+read", library: "EncryptedDatabase, 1 passphrase",
+                              samples: one))
+            // 4b: the same file with a 5-passphrase list, against the 1-key open.
+            let five = try paired(runs: runs,
+                                  baseline: { try openSeconds(currentFile, keys(currentFile, count: 1)) },
+                                  library: { try openSeconds(currentFile, keys(currentFile, count: 5)) })
+            report.add(.timed(workload: "4 open, current key, 5 keys", baseline: "EncryptedDatabase, 1 passphrase", library: "EncryptedDatabase, 5 passphrases",
+                              samples: five, target: .ratioAtMost(1.05)))
+            // 4c: a file on the oldest of 5 passphrases (opened without rotating, so that every run
+            // opens the same file), against raw C trying the same keys in the same order.
+            var attempts = 0
+            let old = try paired(runs: runs,
+                                 baseline: { timedRegion { precondition(!rawTrial(oldestFile, current) && rawTrial(oldestFile, oldest)) } },
+                                 library: {
+                                     let keys = try keys(oldestFile, count: 5)
+                                     var seconds = 0.0
+                                     seconds = try timedRegion {
+                                         let database = try EncryptedDatabase(path: oldestFile, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
+                                         attempts = database.report.attempts.count
+                                     }
+                                     return seconds
+                                 })
+            let kdfTime = median(one.baseline)
+            report.add(.timed(workload: "4 open, oldest of 5 keys", baseline: "raw C: current, then oldest", library: "EncryptedDatabase, no rotation",
+                              samples: old, notes: [
+                                  "keysTried": "\(attempts)",
+                                  "kdfRuns": "\(attempts) (one PBKDF2 per passphrase tried: current first, then oldest)",
+                                  "kdfRunsEstimatedFromTime": String(format: "%.2f", median(old.library) / kdfTime),
+                              ]))
+            print(String(format: "    keys tried (= KDF runs) on the oldest-key file: %d; open time / one raw open = %.2f", attempts, median(old.library) / kdfTime))
+        }
+        if options.runs(.pool) {
+            let pool = try paired(runs: runs,
+                                  baseline: { try openSeconds(currentFile, keys(currentFile, count: 1)) },
+                                  library: { try poolSeconds(currentFile, keys(currentFile, count: 1)) })
+            report.add(.timed(workload: "5 open + pool of \(poolReaders) readers", baseline: "EncryptedDatabase, 1 connection", library: "\(poolReaders) readers opened and used",
+                              samples: pool, target: .ratioAtMost(1.2)))
+            let raw = paired(runs: runs,
+                                 baseline: { timedRegion { precondition(rawTrial(currentFile, current)) } },
+                                 library: { timedRegion { for _ in 0...poolReaders { precondition(rawTrial(currentFile, current)) } } })
+            report.add(.timed(workload: "5 raw: \(poolReaders + 1) keyed connections", baseline: "raw C, 1 connection", library: "(raw C, \(poolReaders + 1) passphrase opens)",
+                              samples: raw, notes: ["meaning": "what a pool keyed with the passphrase would cost: one KDF per connection"]))
+        }
+    }
+
+    /// Runs one open variant once (for callgrind), after the same setup every variant has.
+    func profile(_ variant: ProfileVariant) throws {
+        try makeFiles()
+        switch variant {
+        case .openOneKey: _ = try openSeconds(currentFile, keys(currentFile, count: 1))
+        case .openFiveKeys: _ = try openSeconds(currentFile, keys(currentFile, count: 5))
+        case .openPool: _ = try poolSeconds(currentFile, keys(currentFile, count: 1))
+        default: break
+        }
+    }
+
+    /// Opens the database (and closes it); the open is timed.
+    func openSeconds(_ path: String, _ keys: KeyList) throws -> Double {
+        try timedRegion { _ = try EncryptedDatabase(path: path, keys: keys) }
+    }
+
+    /// Opens the database with a reader pool and makes `poolReaders` reads overlap, so that the pool
+    /// opens every reader; the whole is timed.
+    func poolSeconds(_ path: String, _ keys: KeyList) throws -> Double {
+        try timedRegion {
+            let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(concurrentReaders: poolReaders))
+            let inside = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            let failures = Failures()
+            for _ in 0..<poolReaders {
+                DispatchQueue.global().async(group: group) {
+                    do {
+                        try database.read { _ in inside.signal(); release.wait() }
+                    } catch {
+                        failures.add(error)
+                        inside.signal()
+                    }
+                }
+            }
+            for _ in 0..<poolReaders { inside.wait() }
+            for _ in 0..<poolReaders { release.signal() }
+            group.wait()
+            try failures.check()
+        }
+    }
+}
+
+/// Errors from other threads, rethrown on the caller's.
+final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [any Error] = []
+    func add(_ error: any Error) { lock.withLock { errors.append(error) } }
+    func check() throws { if let first = lock.withLock({ errors.first }) { throw first } }
+}
