@@ -3,9 +3,9 @@ import Foundation
 /// The benchmark's settings, from the command line. Every count can be lowered for a quick run.
 struct Options {
     /// Timed repetitions per workload (median reported) for workloads 1–3.
-    var runs = 15
+    var runs = 31
     /// Timed repetitions for the open-cost workloads (4, 5).
-    var openRuns = 21
+    var openRuns = 41
     /// Rows inserted and fetched (workloads 1, 2).
     var rows = 200_000
     /// Primary-key lookups in one read transaction (workload 3).
@@ -34,8 +34,8 @@ struct Options {
 
     static let usage = """
         usage: encryptedsqlite-benchmarks [options]
-          --runs N              repetitions of workloads 1-3 (median reported; default 15)
-          --open-runs N         repetitions of workloads 4-5 (default 21)
+          --runs N              repetitions of workloads 1-3 (median reported; default 31)
+          --open-runs N         repetitions of workloads 4-5 (default 41)
           --rows N              rows inserted and fetched (default 200000)
           --lookups N           primary-key lookups (default 50000)
           --rotation-mb N       size of the rotation database in MB, 0 skips workload 6 (default 256)
