@@ -8,11 +8,15 @@ public enum ShellKey: Sendable {
     case hex(String)
 
     /// The `PRAGMA key = …;` line. Keys travel on the shell's standard input, never in argv.
+    /// With a SQLCipher 4 shell it is followed by `PRAGMA cipher_compatibility = 3;`, so that the
+    /// shell reads and writes the 3.x format the tests mean, whichever engine it is.
     public var pragma: String {
+        let key: String
         switch self {
-        case .passphrase(let text): return "PRAGMA key = '\(text.replacingOccurrences(of: "'", with: "''"))';"
-        case .hex(let digits): return "PRAGMA key = \"x'\(digits)'\";"
+        case .passphrase(let text): key = "PRAGMA key = '\(text.replacingOccurrences(of: "'", with: "''"))';"
+        case .hex(let digits): key = "PRAGMA key = \"x'\(digits)'\";"
         }
+        return SQLCipherShell.majorVersion >= 4 ? key + "\nPRAGMA cipher_compatibility = 3;" : key
     }
 }
 
@@ -21,6 +25,13 @@ public enum ShellKey: Sendable {
 public enum SQLCipherShell {
     /// The shell's path, or `nil` when it is not installed.
     public static let path: String? = ProcessRunner.which("sqlcipher")
+
+    /// The shell's SQLCipher major version (3 on Debian bookworm, 4 on trixie), read once with
+    /// `PRAGMA cipher_version`; 0 when it cannot be read.
+    public static let majorVersion: Int = {
+        guard let path, let result = try? ProcessRunner.run(path, ["-batch", ":memory:"], input: "PRAGMA cipher_version;\n") else { return 0 }
+        return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines).prefix { $0.isNumber }) ?? 0
+    }()
 
     /// Runs `sql` on `database`, keyed with `key` (unkeyed when `nil`).
     public static func run(_ database: String, key: ShellKey?, _ sql: String) throws -> ProcessResult {
