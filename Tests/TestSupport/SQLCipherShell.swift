@@ -9,14 +9,17 @@ public enum ShellKey: Sendable {
 
     /// The `PRAGMA key = …;` line. Keys travel on the shell's standard input, never in argv.
     /// With a SQLCipher 4 shell it is followed by `PRAGMA cipher_compatibility = 3;`, so that the
-    /// shell reads and writes the 3.x format the tests mean, whichever engine it is.
+    /// shell reads and writes the 3.x format the tests mean, whichever engine it is; and since
+    /// SQLCipher 4 answers `PRAGMA key` with a row (`ok`), both lines run with output off, so that
+    /// what a script prints is the same on both engines. Callers start their SQL on a new line.
     public var pragma: String {
         let key: String
         switch self {
         case .passphrase(let text): key = "PRAGMA key = '\(text.replacingOccurrences(of: "'", with: "''"))';"
         case .hex(let digits): key = "PRAGMA key = \"x'\(digits)'\";"
         }
-        return SQLCipherShell.majorVersion >= 4 ? key + "\nPRAGMA cipher_compatibility = 3;" : key
+        guard SQLCipherShell.majorVersion >= 4 else { return key }
+        return ".output /dev/null\n" + key + "\nPRAGMA cipher_compatibility = 3;\n.output stdout"
     }
 }
 
