@@ -180,8 +180,11 @@ struct PlaintextOnDiskTests {
         #expect(sqlite3_open_v2(directory.file("control.sqlite"), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
         defer { sqlite3_close_v2(handle) }
         _ = sqlite3_key(handle, "control key", 11)
+        // A small cache for the temporary schema, so that the temp table spills to its file on
+        // every engine (SQLCipher 4's 4 KiB pages give SQLite's default cache 8 MB).
         let sql = """
             PRAGMA temp_store = FILE;
+            PRAGMA temp.cache_size = 16;
             CREATE TABLE notes(body TEXT);
             WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 3000)
             INSERT INTO notes SELECT '\(marker) ' || x || ' ' || hex(randomblob(200)) FROM n;

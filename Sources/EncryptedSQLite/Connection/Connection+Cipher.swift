@@ -1,3 +1,4 @@
+import Foundation
 import CSQLCipher
 
 extension Connection {
@@ -19,6 +20,19 @@ extension Connection {
             sqlite3_rekey(handle, key.baseAddress, Int32(key.count))
         }
         return RekeyOutcome(code: code, message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// The value of an integer pragma such as `page_size` or `cipher_page_size`, or `nil` when it
+    /// has none. SQLCipher 4 answers some of them itself, as text (`PRAGMA page_size` comes back
+    /// as a TEXT column named `cipher_page_size`), SQLite as an integer: both are read here.
+    /// - Throws: ``SQLiteError``.
+    func integerPragma(_ pragma: String) throws -> Int? {
+        guard let row = try queryOne("PRAGMA \(pragma)") else { return nil }
+        switch row.values.first {
+        case .integer(let value): return Int(value)
+        case .text(let text): return Int(text.trimmingCharacters(in: .whitespaces))
+        default: return nil
+        }
     }
 
     /// Applies the engine's per-connection setup and `settings` to the main database. Runs right

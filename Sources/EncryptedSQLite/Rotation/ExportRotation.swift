@@ -171,7 +171,7 @@ struct ExportRotation {
             userVersion = try connection.userVersion()
             applicationID = try connection.applicationID()
             autoVacuum = try connection.queryValue("PRAGMA auto_vacuum", as: Int.self) ?? 0
-            pageSize = try connection.queryValue("PRAGMA page_size", as: Int.self) ?? 4096
+            pageSize = try connection.integerPragma("page_size") ?? 4096
             (schema, rowCounts) = try Self.content(connection)
         }
 
@@ -244,7 +244,7 @@ struct ExportRotation {
                 throw fail("has a different user_version or application_id")
             }
             if key.material != nil, let size = key.cipher.effective.pageSize,
-               let text = try copy.queryValue("PRAGMA cipher_page_size", as: String.self), let actual = Int(text), actual != size {
+               let actual = try copy.integerPragma("cipher_page_size"), actual != size {
                 throw fail("has page size \(actual) instead of \(size)")
             }
         } catch let error as EncryptedDatabaseError {
