@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds and tests EncryptedSQLite against a SQLCipher 4 engine: Debian trixie's libsqlcipher-dev
+# (4.6.x) and its sqlcipher shell, in a debootstrap root beside the repository, with this
+# machine's Swift toolchain and Swift package mirror bind-mounted. Needs root (debootstrap,
+# chroot, mount) and Debian's package servers. Takes 10-15 minutes the first time.
+#   scripts/sqlcipher4-check.sh                  every test
+#   scripts/sqlcipher4-check.sh --filter Rotation
+# Set SQLCIPHER4_ROOT to choose where the trixie root goes (default: ../sqlcipher4-root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+root=${SQLCIPHER4_ROOT:-$(dirname "$repo")/sqlcipher4-root}
+swift_root=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")   # …/usr/bin/swift → toolchain root
+
+[ "$(id -u)" -eq 0 ] || { echo "sqlcipher4-check: needs root (debootstrap, chroot, mount)" >&2; exit 1; }
+command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+
+if [ ! -x "$root/usr/bin/apt-get" ]; then
+  echo "== debootstrap trixie into $root"
+  debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian >/dev/null
+fi
+
+mounted=()
+bind() {  # bind <host path> <path inside the root>
+  mkdir -p "$root$2"
+  mountpoint -q "$root$2" || { mount --bind "$1" "$root$2"; mounted+=("$root$2"); }
+}
+cleanup() { for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || true; done; }
+trap cleanup EXIT
+mountpoint -q "$root/proc" || { mount -t proc proc "$root/proc"; mounted+=("$root/proc"); }
+bind /dev /dev
+bind /dev/pts /dev/pts
+bind "$swift_root" /opt/swift
+[ -d /opt/swift-packages ] && bind /opt/swift-packages /opt/swift-packages
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+# This machine's local certificate authorities (a proxy's, a company's) and pip settings, so that pip
+# inside the root reaches PyPI the way it does here (the SQLCipher 4 interop tests install from it).
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
+[ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
+[ -d /opt/swift-packages ] && printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n' > "$root/etc/gitconfig"
+
+echo "== packages: SQLCipher 4, the shells the tests use, the toolchain's runtime libraries"
+chroot "$root" /bin/bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  libsqlcipher-dev sqlcipher sqlite3 pkg-config libssl-dev libcurl4t64 libxml2 libsqlite3-0 libncurses6 libffi8 libstdc++6 \
+  zlib1g libuuid1 libzstd1 libedit2 libc6-dev libgcc-14-dev libstdc++-14-dev binutils git ca-certificates python3 python3-venv \
+  util-linux bsdutils tzdata >/dev/null && update-ca-certificates >/dev/null'
+chroot "$root" sqlcipher -version
+
+echo "== a clean clone of this repository's HEAD, built and tested against that engine"
+rm -rf "$root/root/encryptedsqlite"
+git clone -q "$repo" "$root/root/encryptedsqlite"
+chroot "$root" /bin/bash -c "export PATH=/opt/swift/usr/bin:\$PATH HOME=/root; cd /root/encryptedsqlite && swift build --build-tests && swift test $*"
