@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Crash stress: runs every crash path many times against the real library and prints one table.
-#   scripts/stress.sh                 40 kills per rotation path, 80 power cuts per path, … (760 trials)
+#   scripts/stress.sh                 40 kills per rotation path, 80 power cuts per path, … (720 trials)
 #   TRIALS=100 scripts/stress.sh      more of everything (kill paths get TRIALS, power-cut paths 2×)
 # Paths: kill -9 of the rekey CLI (page re-encryption and engine rekey, rollback and WAL files;
 # export of a plaintext file and to new cipher settings), of a process migrating, of rekey while
