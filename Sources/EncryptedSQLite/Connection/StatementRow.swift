@@ -4,7 +4,7 @@ import CSQLCipher
 /// name, without copying the row into a ``Row``.
 ///
 /// You get one inside the closure of ``Statement/fetchAll(values:transform:)``,
-/// ``Statement/fetchOne(values:transform:)``, ``Statement/forEachRow(_:)``, and of
+/// ``Statement/fetchOne(values:transform:)-(Value,_)``, ``Statement/forEachRow(_:)``, and of
 /// `Connection.query(_:_:_:)` and `Connection.queryOne(_:_:_:)` with a trailing closure.
 /// It reads the statement's row *as it is now*: use it inside that closure only, and copy what
 /// you need to keep (``row`` copies the whole row).
@@ -198,14 +198,14 @@ extension Statement {
         try run { try $0.bind(count: 1) { try $0.bindValue(a, at: 1) } }
     }
 
-    /// ``execute(values:)`` for two values, without a parameter pack.
+    /// ``execute(values:)-(Value)`` for two values, without a parameter pack.
     /// - Throws: ``StatementError`` or ``SQLiteError``.
     @inlinable
     public func execute<A: DatabaseValueConvertible, B: DatabaseValueConvertible>(values a: A, _ b: B) throws {
         try run { try $0.bind(count: 2) { try $0.bindValue(a, at: 1); try $0.bindValue(b, at: 2) } }
     }
 
-    /// ``execute(values:)`` for three values, without a parameter pack.
+    /// ``execute(values:)-(Value)`` for three values, without a parameter pack.
     /// - Throws: ``StatementError`` or ``SQLiteError``.
     @inlinable
     public func execute<A: DatabaseValueConvertible, B: DatabaseValueConvertible, C: DatabaseValueConvertible>(values a: A, _ b: B, _ c: C) throws {
