@@ -18,6 +18,47 @@ struct RekeyCommand: ParsableCommand {
         subcommands: [Rotate.self, Status.self, Dump.self, Decrypt.self],
         defaultSubcommand: Rotate.self
     )
+
+    /// Parses the command line and runs the chosen subcommand. A parse error's message never
+    /// repeats a value typed on the command line (`--jobs <secret>` would otherwise be echoed as
+    /// "The value '<secret>' is invalid"), because that value may be a key someone tried to pass.
+    static func main() {
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            exitWithoutEchoingArguments(error)
+        }
+        do {
+            try command.run()
+        } catch {
+            exit(withError: error)
+        }
+    }
+
+    private static func exitWithoutEchoingArguments(_ error: any Error) -> Never {
+        var message = fullMessage(for: error)
+        for value in typedValues(CommandLine.arguments.dropFirst()) {
+            message = message.replacingOccurrences(of: "'\(value)'", with: "(not shown)")
+        }
+        let status = exitCode(for: error)
+        if !message.isEmpty {
+            let stream = status == .success ? FileHandle.standardOutput : FileHandle.standardError
+            stream.write(Data((message + "\n").utf8))
+        }
+        Foundation.exit(status.rawValue)
+    }
+
+    /// The values typed on the command line: each argument that is not an option name, and the
+    /// part after `=` of `--name=value`. (Subcommand names are among them; hiding one is harmless.)
+    private static func typedValues(_ arguments: ArraySlice<String>) -> [String] {
+        arguments.compactMap { argument in
+            guard argument.hasPrefix("-") else { return argument }
+            guard let equals = argument.firstIndex(of: "=") else { return nil }
+            let value = argument[argument.index(after: equals)...]
+            return value.isEmpty ? nil : String(value)
+        }
+    }
 }
 
 extension RotationVerification: ExpressibleByArgument {}

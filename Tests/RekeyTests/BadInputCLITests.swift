@@ -55,6 +55,8 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
     "cli.noDatabase": { c in try c.makeDatabase(key: 0); return try c.runCase([], mustName: ["--db"]) },
     "cli.jobs": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--jobs", "0"], mustName: ["--jobs"]) },
     "cli.busyTimeout": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--busy-timeout", "100000"], mustName: ["--busy-timeout"]) },
+    "cli.secretAsJobs": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--jobs", c.argumentSecret()], mustName: ["--jobs"]) },
+    "cli.secretAsVerify": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--verify=\(c.argumentSecret())"], mustName: ["--verify"]) },
     "cli.decryptUnconfirmed": { c in
         try c.makeDatabase(key: 2)
         return try c.runCase(["decrypt", "--db", "app.sqlite", "--out", "plain.sqlite"], mustName: ["--confirm-plaintext"], also: [c.directory.file("plain.sqlite")])
