@@ -34,8 +34,6 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case plaintextEntryMisplaced(keyID: String, database: String)
     /// A key's cipher settings are not values SQLCipher accepts.
     case invalidCipherSettings(keyID: String, database: String, problem: String)
-    /// A Keys-file glob pattern matched nothing (with `--all`) or could not be read.
-    case globMatchedNothing(pattern: String, keysFile: String)
     /// The `Keys` file has no entry for this database.
     case databaseNotConfigured(database: String, keysFile: String, configured: [String])
 
@@ -94,8 +92,6 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \"\(keyID)\" is a plaintext entry; move it to the top: it may only be the first (oldest) entry of a list that also has a real current key"
         case let .invalidCipherSettings(keyID, database, problem):
             return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem); fix its cipher: settings (see Keys.example)"
-        case let .globMatchedNothing(pattern, keysFile):
-            return "Keys file \(keysFile): the pattern \(pattern) matches no file; check the path or remove the entry"
         case let .databaseNotConfigured(database, keysFile, configured):
             let list = configured.isEmpty ? "none" : configured.joined(separator: ", ")
             return "\(database) is not listed in Keys file \(keysFile) (it lists: \(list)); add an entry with its keys"
