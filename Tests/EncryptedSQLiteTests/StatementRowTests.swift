@@ -205,6 +205,45 @@ struct StatementRowTests {
         }
     }
 
+    @Test("a cached statement that SQLite re-prepares after a schema change reads the new columns by name (before: the names of its first preparation, so a rebuilt table's columns were swapped)")
+    func schemaChangeRefreshesColumnNames() throws {
+        struct Item: Decodable, Equatable { let a: String; let b: String }
+        let file = try EncryptedFile()
+        try file.run { db in
+            try db.execute("CREATE TABLE t(a TEXT, b TEXT); INSERT INTO t VALUES ('a1', 'b1')")
+            let sql = "SELECT * FROM t"
+            let statement = try db.cachedStatement(sql)
+            let before = try db.query(Item.self, sql)
+            let beforeByName = try db.query(sql) { row in try row.get("b", as: String.self) }
+            let beforeRows = try statement.fetchAll().map { try $0.get("b", as: String.self) }
+            #expect(before == [Item(a: "a1", b: "b1")])
+            #expect(beforeByName == ["b1"])
+            #expect(beforeRows == ["b1"])
+
+            // The table rebuild SQLite's ALTER TABLE documentation recommends: same names, other order.
+            try db.execute("""
+                CREATE TABLE t_new(b TEXT, a TEXT); INSERT INTO t_new(b, a) SELECT b, a FROM t;
+                DROP TABLE t; ALTER TABLE t_new RENAME TO t
+                """)
+            let rebuilt = try db.query(Item.self, sql)
+            let rebuiltByName = try db.query(sql) { row in try row.get("b", as: String.self) }
+            let rebuiltRows = try statement.fetchAll().map { try $0.get("b", as: String.self) }
+            #expect(try db.cachedStatement(sql) === statement)
+            #expect(rebuilt == [Item(a: "a1", b: "b1")])
+            #expect(rebuiltByName == ["b1"])
+            #expect(rebuiltRows == ["b1"])
+            #expect(statement.columnNames == ["b", "a"])
+
+            // A column added: the statement's rows have it.
+            try db.execute("ALTER TABLE t ADD COLUMN c TEXT DEFAULT 'c1'")
+            let added = try db.query(sql) { row in try row.get("c", as: String.self) }
+            let addedRows = try statement.fetchAll().map { try $0.get("c", as: String.self) }
+            #expect(added == ["c1"])
+            #expect(addedRows == ["c1"])
+            #expect(statement.columnNames == ["b", "a", "c"])
+        }
+    }
+
     @Test("a throwing row closure propagates its error and leaves the statement reset")
     func throwingTransform() throws {
         struct Stop: Error {}

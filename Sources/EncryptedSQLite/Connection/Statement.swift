@@ -1,4 +1,9 @@
 import CSQLCipher
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// SQLite's "copy this buffer now" destructor, which the C macro `SQLITE_TRANSIENT` spells.
 let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -259,6 +264,30 @@ public final class Statement {
         return sqlite3_bind_text(handle, slot, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count), sqliteTransient)
     }
 
+    /// Drops the remembered column names and name lookups when SQLite re-prepared the statement
+    /// after a schema change (it does so inside the first step of an execution) and its result
+    /// columns changed: a table rebuilt with its columns in another order, a column added to a
+    /// `SELECT *`. SQLite 3.15 has no re-prepare counter, so the names are compared, once per
+    /// execution.
+    private func forgetColumnsIfReprepared() {
+        guard let layout = layoutCache else { return }
+        let count = sqlite3_column_count(handle)
+        var unchanged = Int(count) == layout.names.count
+        var index: Int32 = 0
+        while unchanged, index < count {
+            if let current = sqlite3_column_name(handle, index) {
+                unchanged = layout.names[Int(index)].withCString { strcmp($0, current) == 0 }
+            } else {
+                unchanged = false
+            }
+            index += 1
+        }
+        if !unchanged {
+            layoutCache = nil
+            columnRequests = ColumnRequestCache()
+        }
+    }
+
     /// Resets the statement so that it runs again from the start; bindings are kept.
     public func reset() {
         sqlite3_reset(handle)
@@ -278,8 +307,10 @@ public final class Statement {
     /// - Throws: ``SQLiteError``; the statement is reset so that it can run again.
     @discardableResult
     public func step() throws -> Bool {
+        let startsExecution = !needsReset
         needsReset = true
         let code = sqlite3_step(handle)
+        if startsExecution, layoutCache != nil { forgetColumnsIfReprepared() }
         switch code {
         case SQLITE_ROW:
             columnRequests.startRow()
