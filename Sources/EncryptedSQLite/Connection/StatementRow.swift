@@ -99,6 +99,20 @@ public struct StatementRow {
 }
 
 extension Statement {
+    /// The current row's value at `column` (in range) converted to `T`, or `nil` together with
+    /// the value when it does not convert, for in-place decoding. (``StatementRow/get(_:as:)-(Int,_)``
+    /// spells the same steps out and throws directly: returning the pair there cost fetching by
+    /// index 1.5% more instructions, measured with callgrind.) Always inlined, so that it is
+    /// compiled for each caller's concrete type.
+    @inlinable @inline(__always)
+    func convertedValue<T: DatabaseValueConvertible>(at column: Int32, to type: T.Type) -> (T?, DatabaseValue?) {
+        let value = sqlite3_column_value(handle, column)
+        if let native = Self.nativeValue(T.self, value) { return (native, nil) }
+        let general = DatabaseValue(sqliteValue: value)
+        guard let converted = T(databaseValue: general) else { return (nil, general) }
+        return (converted, nil)
+    }
+
     /// The error for a column name the statement's rows do not have.
     @usableFromInline
     func noSuchColumn(_ name: String) -> StatementError {

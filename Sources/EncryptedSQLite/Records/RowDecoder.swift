@@ -1,4 +1,3 @@
-import CSQLCipher
 import Foundation
 
 extension Row {
@@ -159,14 +158,10 @@ final class ColumnsDecoder: Decoder {
     /// does not convert. Always inlined, so that it is compiled for each caller's concrete type.
     @inline(__always)
     func convert<T: DatabaseValueConvertible>(_ column: Int, to type: T.Type) -> (T?, DatabaseValue?) {
-        let value: DatabaseValue
         if let statement {
-            let native = sqlite3_column_value(statement._withUnsafeGuaranteedRef { $0.handle }, Int32(column))
-            if let converted = Statement.nativeValue(T.self, native) { return (converted, nil) }
-            value = DatabaseValue(sqliteValue: native)
-        } else {
-            value = row!.values[column]
+            return statement._withUnsafeGuaranteedRef { $0.convertedValue(at: Int32(column), to: T.self) }
         }
+        let value = row!.values[column]
         guard let converted = T(databaseValue: value) else { return (nil, value) }
         return (converted, nil)
     }
