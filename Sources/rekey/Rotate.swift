@@ -52,8 +52,8 @@ struct Rotate: ParsableCommand {
         if !(1...256).contains(jobs) {
             throw ValidationError("--jobs must be between 1 and 256")
         }
-        if !(1...256).contains(threads) {
-            throw ValidationError("--threads must be between 1 and 256")
+        if !(1...OpenOptions.maximumRotationThreads).contains(threads) {
+            throw ValidationError("--threads must be between 1 and \(OpenOptions.maximumRotationThreads)")
         }
     }
 

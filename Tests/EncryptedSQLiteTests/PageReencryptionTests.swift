@@ -82,6 +82,26 @@ struct PageReencryptionTests {
         #expect(old.status != 0)
     }
 
+    @Test("any thread count rotates the same file intact: 1, 3 (more than this machine's cores), and 10,000, which the options cap at 256",
+          arguments: [1, 3, 10_000])
+    func threadCounts(_ threads: Int) throws {
+        let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .hex, newKind: .hex, kdfIterations: nil)
+        let directory = TemporaryDirectory("threads")
+        let (path, ring, keys) = try makeFile(scenario, in: directory)
+        let onlyOld = try KeyList(database: path, keys: [keys.keys[0].asDatabaseKey], environment: ring.environment)
+        let before = try digest(of: path, with: onlyOld)
+        let options = OpenOptions(rotationThreads: threads)
+        #expect(options.rotationThreads == min(threads, OpenOptions.maximumRotationThreads))
+        do {
+            let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+            #expect(database.report.rotation?.method == .pageReencryption)
+            #expect(try database.read { try Fixture.contentDigest($0) } == before)
+        }
+        let checked = try shell(path, ring.keys[1], scenario, "PRAGMA integrity_check; SELECT count(*) FROM people;")
+        #expect(checked.stdout.split(separator: "\n") == ["ok", "3000"], "\(checked.stderr)")
+        #expect(databaseSideFiles(in: directory).isEmpty)
+    }
+
     /// Where the interruption falls among the rotation's writes to the database and its final sync.
     enum Instant: String, CaseIterable, Sendable {
         case firstWrite, middleWrite, lastWrite, finalSync

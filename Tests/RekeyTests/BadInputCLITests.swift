@@ -54,6 +54,7 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
     "cli.unknownArgument": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", c.argumentSecret()], mustName: []) },
     "cli.noDatabase": { c in try c.makeDatabase(key: 0); return try c.runCase([], mustName: ["--db"]) },
     "cli.jobs": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--jobs", "0"], mustName: ["--jobs"]) },
+    "cli.threads": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--threads", "0"], mustName: ["--threads"]) },
     "cli.busyTimeout": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--busy-timeout", "100000"], mustName: ["--busy-timeout"]) },
     "cli.secretAsJobs": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--jobs", c.argumentSecret()], mustName: ["--jobs"]) },
     "cli.secretAsVerify": { c in try c.makeDatabase(key: 0); return try c.runCase(["--db", "app.sqlite", "--verify=\(c.argumentSecret())"], mustName: ["--verify"]) },

@@ -131,6 +131,7 @@ public enum BadInputCatalog {
         cli("cli.unknownArgument", "an unknown argument (maybe a secret)", 64, "not shown in case they hold a secret"),
         cli("cli.noDatabase", "no `--db` and no `--all`", 64, "give at least one database with --db"),
         cli("cli.jobs", "`--jobs 0`", 64, "--jobs must be between 1 and 256"),
+        cli("cli.threads", "`--threads 0`", 64, "--threads must be between 1 and 256"),
         cli("cli.busyTimeout", "`--busy-timeout 100000`", 64, "--busy-timeout must be between 0 and 86400 seconds"),
         cli("cli.secretAsJobs", "a secret given as the value of `--jobs` (echoed by the parser before)", 64, "is invalid for '--jobs <n>'"),
         cli("cli.secretAsVerify", "a secret given as `--verify=<secret>`", 64, "is invalid for '--verify <verify>'"),

@@ -60,7 +60,7 @@ struct DatabaseOpener {
         var connection = connection
         if options.rotationStrategy == .automatic {
             let pages = PageReencryption(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger,
-                                         files: options.files, workers: max(1, options.rotationThreads))
+                                         files: options.files, workers: min(max(1, options.rotationThreads), OpenOptions.maximumRotationThreads))
             switch try pages.run(connection: connection, from: from, to: keys.current) {
             case .rotated(let rotated, let report):
                 return (rotated, report)

@@ -20,7 +20,11 @@ public struct OpenOptions: Sendable {
     public var rotationStrategy: RotationStrategy
     /// How many threads a page re-encryption uses for its cryptography: by default one per active
     /// processor. Lower it to leave cores to other work (a server rotating tenant databases).
+    /// Used within 1...``maximumRotationThreads`` (each thread holds about 1 MiB of buffers).
     public var rotationThreads: Int
+
+    /// The most threads one page re-encryption uses, whatever ``rotationThreads`` says.
+    public static let maximumRotationThreads = 256
     /// The number of read-only connections for concurrent reads; 0 (the default) runs every
     /// access on the one writer connection. A positive number switches the database to WAL
     /// journal mode (persistently), which lets readers run while the writer writes. Readers are
@@ -48,7 +52,7 @@ public struct OpenOptions: Sendable {
         self.busyTimeout = busyTimeout
         self.verification = verification
         self.rotationStrategy = rotationStrategy
-        self.rotationThreads = max(1, rotationThreads)
+        self.rotationThreads = min(max(1, rotationThreads), Self.maximumRotationThreads)
         self.concurrentReaders = concurrentReaders
         self.logger = logger
     }
