@@ -5,6 +5,7 @@
 # Then, on the same file, the engine's own methods through the sqlcipher shell: `PRAGMA rekey`
 # in place, and `sqlcipher_export` into a new file (no fsync, no verification, user_version lost).
 #   Benchmarks/rotation-time.sh            SIZE_MB=300 RUNS=5 Benchmarks/rotation-time.sh
+#   REKEY_ARGS="--strategy engineRekey --verify schema" Benchmarks/rotation-time.sh   (rekey's options)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -26,7 +27,7 @@ for mode in delete wal; do
     cp base.sqlite run.sqlite && rm -f run.sqlite-*
     printf "databases:\n  - path: run.sqlite\n    keys:\n      - id: old\n        hex: %s\n      - id: new\n        hex: %s\n" "$old" "$(hex)" > Keys
     sync
-    /usr/bin/time -f "%M" -o rss.txt "$rekey" --db run.sqlite --json > out.json
+    /usr/bin/time -f "%M" -o rss.txt "$rekey" --db run.sqlite --json ${REKEY_ARGS:-} > out.json
     python3 - "$mode" "$run" "$(cat rss.txt)" <<'PY'
 import json, sys
 r = json.load(open("out.json"))["databases"][0]["rotation"]
