@@ -32,17 +32,41 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The layers, bottom up. Each target depends only on targets above it in this list, so
+        // the compiler rejects a cycle or a layer that reaches up (see the Architecture article).
+        //
+        // Durable file-system steps (fsync, link, rename, locked temporaries) and the seam tests
+        // use to simulate power cuts.
+        .target(name: "DurableFiles"),
+        // The connection API: Connection, Statement, Row, values, transactions, SQL functions,
+        // records, SQLite errors. The one path to SQLite.
+        .target(name: "SQLCipherConnection", dependencies: ["CSQLCipher", "DurableFiles"]),
+        // SQLCipher's file formats: key material in zeroed buffers, cipher settings, the linked
+        // engine, page formats and key derivation (libcrypto), reading a file's header and salt.
+        .target(
+            name: "CipherFormats",
+            dependencies: [
+                "SQLCipherConnection", "COpenSSLCrypto",
+                // PBKDF2-HMAC-SHA512 and HMAC-SHA512, to recognise a file SQLCipher 4 wrote.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // Migrations, layered over the connection API alone.
+        .target(name: "DatabaseMigrations", dependencies: ["SQLCipherConnection"]),
+        // Key configuration: key lists, key sources, the Keys file.
+        .target(
+            name: "KeyConfiguration",
+            dependencies: ["CipherFormats", .product(name: "Yams", package: "Yams")]
+        ),
+        // Opening, rotation, the reader pool, fleets, inspection and the EncryptedDatabase facade.
+        // Re-exports the layers below, so `import EncryptedSQLite` is the one import an app needs.
         .target(
             name: "EncryptedSQLite",
             dependencies: [
-                "CSQLCipher",
+                "SQLCipherConnection", "CipherFormats", "DatabaseMigrations", "KeyConfiguration", "DurableFiles",
                 "COpenSSLCrypto",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
-                // PBKDF2-HMAC-SHA512 and HMAC-SHA512, only to tell whether a configured key is the
-                // right one for a file written by SQLCipher 4 (which the linked 3.4.1 cannot read).
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
@@ -63,7 +87,8 @@ let package = Package(
         .testTarget(
             name: "EncryptedSQLiteTests",
             dependencies: [
-                "EncryptedSQLite", "CSQLCipher", "TestSupport",
+                "EncryptedSQLite", "SQLCipherConnection", "CipherFormats", "DatabaseMigrations", "KeyConfiguration",
+                "DurableFiles", "CSQLCipher", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

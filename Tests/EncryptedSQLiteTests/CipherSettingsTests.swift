@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 import TestSupport
+import DurableFiles
 
 /// A file kind made by the independent sqlcipher shell with particular cipher settings.
 struct ShellMadeKind: CustomTestStringConvertible, Sendable {

@@ -1,4 +1,6 @@
+@testable import CipherFormats
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport

@@ -1,3 +1,4 @@
+@testable import DatabaseMigrations
 @testable import EncryptedSQLite
 import Foundation
 import Testing

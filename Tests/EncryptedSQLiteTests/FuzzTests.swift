@@ -1,4 +1,7 @@
+@testable import CipherFormats
+@testable import DatabaseMigrations
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import PropertyBased
 import Testing

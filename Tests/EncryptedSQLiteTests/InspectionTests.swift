@@ -1,7 +1,9 @@
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport
+import DurableFiles
 
 /// Values that are easy to get wrong in a dump: quotes, newlines, non-ASCII, NULL, reals that
 /// need exact round trips, large integers, empty and binary blobs, a WITHOUT ROWID table and an

@@ -1,8 +1,10 @@
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Synchronization
 import Testing
 import TestSupport
+import DurableFiles
 
 /// One file layout for the page re-encryption matrix.
 struct PageCase: CustomTestStringConvertible, Sendable {

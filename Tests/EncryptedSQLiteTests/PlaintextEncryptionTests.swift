@@ -1,7 +1,9 @@
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport
+import DurableFiles
 
 /// The names in a folder that are not key files.
 func databaseFiles(in directory: TemporaryDirectory) -> [String] {
@@ -99,7 +101,7 @@ struct PlaintextEncryptionTests {
         let snapshot = FileSnapshot(path)
         let keys = try ring.keyList(database: path)
         var files = FileOperations.system
-        let injected = FileSystemError(operation: "injected \(step)", code: EIO)
+        let injected = FileSystemError.failed(operation: "injected \(step)", errno: EIO)
         switch step {
         case "fsync": files.fsync = { _ throws(FileSystemError) in throw injected }
         default: files.rename = { _, _ throws(FileSystemError) in throw injected }

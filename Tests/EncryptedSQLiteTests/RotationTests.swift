@@ -1,7 +1,10 @@
+@testable import CipherFormats
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport
+import DurableFiles
 
 /// Reads a file's content digest with exactly one key, without rotating anything.
 func digest(of path: String, with keys: KeyList) throws -> String {

@@ -1,4 +1,5 @@
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport

@@ -1,4 +1,7 @@
+@testable import CipherFormats
 @testable import EncryptedSQLite
+@testable import KeyConfiguration
+@testable import SQLCipherConnection
 import Foundation
 import Logging
 import Testing

@@ -1,4 +1,6 @@
+import CipherFormats
 import Foundation
+import SQLCipherConnection
 
 /// A small pool of read-only connections to one WAL-mode database, keyed without a key derivation
 /// each (see ``DerivedKey``), for reads that run concurrently with each other and with the writer.

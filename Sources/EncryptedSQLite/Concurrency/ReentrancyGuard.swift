@@ -1,4 +1,5 @@
 import Foundation
+import SQLCipherConnection
 
 /// Detects a thread that calls back into the same database from inside one of its access
 /// closures, which would otherwise deadlock silently on the writer lock.

@@ -1,5 +1,9 @@
+import CipherFormats
+import DatabaseMigrations
 import Foundation
+import KeyConfiguration
 import Logging
+import SQLCipherConnection
 
 /// An encrypted SQLite database opened with an ordered key list, safe to use from many threads
 /// and tasks.

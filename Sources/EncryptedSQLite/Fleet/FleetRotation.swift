@@ -1,4 +1,6 @@
+import DurableFiles
 import Foundation
+import KeyConfiguration
 
 /// One database of a fleet, with its key list or the reason its key list could not be built (a
 /// fleet run reports that file as failed and goes on with the others).

@@ -1,4 +1,5 @@
 import Foundation
+import SQLCipherConnection
 
 /// Writes a database as SQL text — schema and rows, like the sqlite3 shell's `.dump` — that
 /// rebuilds the same content when run on an empty database: every table with its rows, then

@@ -1,4 +1,8 @@
+import CipherFormats
+import DurableFiles
 import Foundation
+import KeyConfiguration
+import SQLCipherConnection
 
 /// A database file's state, read without changing anything.
 public struct DatabaseState: Sendable, Equatable, Codable {

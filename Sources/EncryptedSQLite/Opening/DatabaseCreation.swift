@@ -1,5 +1,8 @@
+import DurableFiles
 import Foundation
+import KeyConfiguration
 import Logging
+import SQLCipherConnection
 
 /// Creates a new encrypted database without ever leaving a 0-byte or half-made file at the
 /// target path: the database is built under a temporary name in the same folder

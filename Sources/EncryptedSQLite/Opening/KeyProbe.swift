@@ -1,3 +1,7 @@
+import SQLCipherConnection
+import CipherFormats
+import KeyConfiguration
+
 /// Finds the key that opens a file: one fresh connection per attempt, current key first, then
 /// the older keys from oldest to newest. A key opens the file only when a read of the schema
 /// succeeds with it.
@@ -39,7 +43,7 @@ struct KeyProbe {
             attempts.append(.init(keyID: key.id, opened: false, duration: stopwatch.elapsed))
         }
         let tried = attempts.map(\.keyID)
-        if let keyID = SQLCipher4Diagnosis(path: path).matchingKeyID(among: keys.trialOrder) {
+        if let keyID = SQLCipher4Diagnosis(path: path).matchingKeyID(among: keys.trialOrder.map { ($0.id, $0.material) }) {
             throw .sqlcipher4File(path: path, keyID: keyID, triedKeyIDs: tried)
         }
         throw .noKeyOpens(path: path, triedKeyIDs: tried)

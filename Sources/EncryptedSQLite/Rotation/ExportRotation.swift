@@ -1,5 +1,8 @@
+import DurableFiles
 import Foundation
+import KeyConfiguration
 import Logging
+import SQLCipherConnection
 
 /// Rewrites a database into a new file with another key and/or other cipher settings, verifies the
 /// new file, and swaps it in atomically: the path to encrypting a plaintext database, upgrading a

@@ -1,5 +1,8 @@
+import DurableFiles
 import Foundation
+import KeyConfiguration
 import Logging
+import SQLCipherConnection
 
 /// Rotates a database to a new key in place with `sqlite3_rekey`, then proves the result on a
 /// fresh connection.

@@ -1,6 +1,10 @@
 import COpenSSLCrypto
+import CipherFormats
+import DurableFiles
 import Foundation
+import KeyConfiguration
 import Logging
+import SQLCipherConnection
 import Synchronization
 
 /// Rotates a database to a new key by re-encrypting its pages in place, in parallel, under the

@@ -1,4 +1,6 @@
+import DurableFiles
 import Foundation
+import SQLCipherConnection
 
 /// The checks every rotation path makes before it writes, and the mapping of file-system failures
 /// to ``EncryptedDatabaseError``, so that all paths report the same problem the same way.

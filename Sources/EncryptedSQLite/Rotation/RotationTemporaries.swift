@@ -1,3 +1,4 @@
+import DurableFiles
 import Foundation
 
 /// The temporary files rotations create beside a database, and their cleanup.

@@ -1,0 +1,42 @@
+import Foundation
+
+/// Turns a key into the form that opens one particular file without a key derivation:
+/// `x'<64 hex key><32 hex salt>'`, the raw key SQLCipher derives, plus the file's salt.
+///
+/// SQLCipher 3 derives the page key as PBKDF2-HMAC-SHA1(passphrase, salt, kdf_iter, 32 bytes),
+/// with the salt stored in the file's first 16 bytes. Deriving it here once per file lets every
+/// further connection (the reader pool) skip the ~30 ms derivation. The result is only used after
+/// a connection keyed with it has read the schema, so a wrong derivation can never be used.
+package enum DerivedKey {
+    /// The salt of an encrypted database: its first 16 bytes.
+    /// Read through SQLite's file layer (``DatabaseFilePrefix``), never with a descriptor of our own.
+    package static func salt(ofFileAt path: String) -> [UInt8]? {
+        guard case .success(let bytes) = DatabaseFilePrefix.read(path, count: 16), bytes.count == 16 else { return nil }
+        return bytes
+    }
+
+    /// The raw key plus salt for `material` on a file with `salt`, or `nil` when it cannot be
+    /// derived (then the caller keys with `material` itself). SQLCipher's own rule decides how the
+    /// material is read (``PageKeys/derive(from:salt:kdfIterations:)``): `x'<64 hex>'` is a raw key,
+    /// anything else a passphrase run through PBKDF2-HMAC-SHA1.
+    static func keySpec(for material: KeyMaterial, salt: [UInt8], kdfIterations: Int) -> KeyMaterial? {
+        PageKeys.derive(from: material, salt: salt, kdfIterations: kdfIterations)?.keySpec
+    }
+}
+
+/// The raw keys derived from one key material, by file salt and iteration count, so that each
+/// PBKDF2 runs once per process per file. Thread-safe; holds key material, which never prints.
+package final class DerivationCache: @unchecked Sendable {
+    private let lock = NSLock()
+    // Invariant: only touched with `lock` held.
+    private var entries: [[UInt8]: KeyMaterial] = [:]
+
+    /// The cached value for `salt` and `iterations`, computing it with `derive` the first time.
+    package func value(salt: [UInt8], iterations: Int, derive: () -> KeyMaterial?) -> KeyMaterial? {
+        let key = salt + withUnsafeBytes(of: UInt64(iterations).littleEndian) { Array($0) }
+        if let cached = lock.withLock({ entries[key] }) { return cached }
+        guard let derived = derive() else { return nil }
+        lock.withLock { entries[key] = derived }
+        return derived
+    }
+}

@@ -1,0 +1,138 @@
+import SQLCipherConnection
+
+/// The secret part of a key, ready to hand to SQLCipher: either a passphrase (which SQLCipher runs
+/// through PBKDF2 on every open) or a raw 256-bit key (which skips the KDF).
+///
+/// Key material never prints: `description`, `debugDescription` and `dump()` show only its kind.
+/// Its bytes live in a buffer that is zeroed when the last copy of the material goes away.
+public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Which kind of key this is.
+    public enum Kind: String, Sendable, Codable {
+        /// Text that SQLCipher derives the key from with PBKDF2 (64,000 iterations in 3.4.1, ~30 ms).
+        case passphrase
+        /// 32 key bytes, passed to SQLCipher as `x'<64 hex digits>'`; no key derivation.
+        case rawKey
+    }
+
+    /// Whether this is a passphrase or a raw key.
+    public let kind: Kind
+    /// The bytes exactly as given to `sqlite3_key`: the passphrase's UTF-8 bytes, or `x'…'` text.
+    let sqlcipherForm: SecretBytes
+    /// Raw keys derived from this material for particular files, shared by every copy.
+    package let derivations = DerivationCache()
+
+    init(kind: Kind, sqlcipherForm: SecretBytes) {
+        self.kind = kind
+        self.sqlcipherForm = sqlcipherForm
+    }
+
+    /// The raw key plus salt that this material gives for a file with `salt` and `iterations`
+    /// of PBKDF2, derived at most once per material and file (see ``DerivedKey``).
+    package func derived(forSalt salt: [UInt8], iterations: Int) -> KeyMaterial? {
+        derivations.value(salt: salt, iterations: iterations) {
+            DerivedKey.keySpec(for: self, salt: salt, kdfIterations: iterations)
+        }
+    }
+
+    /// A passphrase, used byte for byte (UTF-8), including any spaces, quotes or non-ASCII text.
+    /// - Throws: ``KeyMaterialProblem/empty`` for an empty passphrase (SQLCipher would silently
+    ///   treat the database as unencrypted), ``KeyMaterialProblem/containsNUL(position:)`` for a
+    ///   passphrase with a NUL character (no other SQLCipher tool could enter it).
+    public static func passphrase(_ text: String) throws(KeyMaterialProblem) -> KeyMaterial {
+        // Straight from the string's UTF-8 view into the zeroed buffer: no intermediate copy.
+        try passphrase(bytes: text.utf8)
+    }
+
+    package static func passphrase(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        guard !bytes.isEmpty else { throw .empty }
+        if let offset = bytes.firstIndex(of: 0).map({ bytes.distance(from: bytes.startIndex, to: $0) }) {
+            throw .containsNUL(position: offset + 1)
+        }
+        return KeyMaterial(kind: .passphrase, sqlcipherForm: SecretBytes(copying: bytes))
+    }
+
+    /// A raw 256-bit key written as exactly 64 hexadecimal digits (either case).
+    /// - Throws: ``KeyMaterialProblem`` when the text is empty, not 64 digits long, or holds a
+    ///   character that is not a hex digit (the character itself is never reported).
+    public static func rawKey(hex: String) throws(KeyMaterialProblem) -> KeyMaterial {
+        try rawKey(hexBytes: hex.utf8)
+    }
+
+    package static func rawKey(hexBytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        guard !hexBytes.isEmpty else { throw .empty }
+        guard hexBytes.count == 64 else { throw .wrongHexLength(digits: hexBytes.count) }
+        for (offset, byte) in hexBytes.enumerated() where Hex.value(of: byte) == nil {
+            throw .notHex(position: offset + 1)
+        }
+        // x'<64 hex>' — 67 bytes, built directly in the secret buffer.
+        let form = SecretBytes(count: 67) { buffer in
+            buffer[0] = UInt8(ascii: "x")
+            buffer[1] = UInt8(ascii: "'")
+            for (offset, byte) in hexBytes.enumerated() { buffer[2 + offset] = byte }
+            buffer[66] = UInt8(ascii: "'")
+        }
+        return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
+    }
+
+    /// A raw 256-bit key from its 32 bytes.
+    /// - Throws: ``KeyMaterialProblem/wrongByteCount(bytes:)`` unless there are exactly 32 bytes.
+    public static func rawKey(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        guard bytes.count == 32 else { throw .wrongByteCount(bytes: bytes.count) }
+        let form = SecretBytes(count: 67) { buffer in
+            buffer[0] = UInt8(ascii: "x")
+            buffer[1] = UInt8(ascii: "'")
+            for (offset, byte) in bytes.enumerated() { Hex.write(byte, into: buffer, at: 2 + 2 * offset) }
+            buffer[66] = UInt8(ascii: "'")
+        }
+        return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
+    }
+
+    /// Lends the bytes in the form `sqlite3_key` expects.
+    package func withSQLCipherBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try sqlcipherForm.withUnsafeBytes(body)
+    }
+
+    /// `true` when both are the same kind with the same bytes.
+    package func isSameSecret(as other: KeyMaterial) -> Bool {
+        kind == other.kind && sqlcipherForm.isEqual(to: other.sqlcipherForm)
+    }
+
+    /// `KeyMaterial(passphrase)` or `KeyMaterial(rawKey)`; never the secret.
+    public var description: String { "KeyMaterial(\(kind.rawValue))" }
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+    /// Shows the kind only, so `dump()` never prints the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["kind": kind]) }
+}
+
+/// Why some bytes are not usable key material. Never contains the bytes.
+public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The key is empty; SQLCipher would treat the database as unencrypted.
+    case empty
+    /// A hex key must have exactly 64 hex digits.
+    case wrongHexLength(digits: Int)
+    /// The character at this 1-based position is not a hex digit.
+    case notHex(position: Int)
+    /// A binary key must have exactly 32 bytes.
+    case wrongByteCount(bytes: Int)
+    /// A passphrase holds a NUL character at this 1-based byte position. SQLCipher itself would take
+    /// it, but no other tool (the `sqlcipher` shell, `PRAGMA key`) could enter it, and it usually
+    /// means a binary or UTF-16 file was read as a passphrase.
+    case containsNUL(position: Int)
+
+    /// What is wrong and what to do, without the key.
+    public var description: String {
+        switch self {
+        case .empty:
+            return "the key is empty (SQLCipher would leave the database unencrypted); give a passphrase or 64 hex digits"
+        case .wrongHexLength(let digits):
+            return "a hex key needs exactly 64 hex digits, this one has \(digits) characters; write all 64 digits, without x'' quotes or spaces"
+        case .notHex(let position):
+            return "character \(position) of the hex key is not a hex digit (0-9, a-f); write the key in hex, or use a passphrase source for text"
+        case .wrongByteCount(let bytes):
+            return "a binary key needs exactly 32 bytes, this one has \(bytes); write exactly 32 bytes, or use format hex or passphrase for a text file"
+        case .containsNUL(let position):
+            return "byte \(position) of the passphrase is a NUL character, which other SQLCipher tools cannot enter; for a binary key file use format binary (32 bytes), save text files as UTF-8"
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import CSQLCipher
+import Foundation
+import SQLCipherConnection
+
+extension Connection {
+    /// The outcome of `sqlite3_rekey`: its return code and the connection's message after it.
+    ///
+    /// SQLCipher 3.4.1 returns `SQLITE_OK` even when it changed nothing (read-only handle, I/O
+    /// error, full disk, lock not obtained), so callers must verify the result on a fresh
+    /// connection; ``InPlaceRotation`` does.
+    package struct RekeyOutcome {
+        package let code: Int32
+        package let message: String
+        package var reportedSuccess: Bool { code == SQLITE_OK }
+    }
+
+    /// Rewrites every page of the main database with `material`, in one write transaction.
+    /// The key is passed through the C API, never as SQL text.
+    package func rekey(to material: KeyMaterial) -> RekeyOutcome {
+        let code = material.withSQLCipherBytes { key in
+            sqlite3_rekey(handle, key.baseAddress, Int32(key.count))
+        }
+        return RekeyOutcome(code: code, message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// The value of an integer pragma such as `page_size` or `cipher_page_size`, or `nil` when it
+    /// has none. SQLCipher 4 answers some of them itself, as text (`PRAGMA page_size` comes back
+    /// as a TEXT column named `cipher_page_size`), SQLite as an integer: both are read here.
+    /// - Throws: ``SQLiteError``.
+    package func integerPragma(_ pragma: String) throws -> Int? {
+        guard let row = try queryOne("PRAGMA \(pragma)") else { return nil }
+        switch row.values.first {
+        case .integer(let value): return Int(value)
+        case .text(let text): return Int(text.trimmingCharacters(in: .whitespaces))
+        default: return nil
+        }
+    }
+
+    /// Opens `path` keyed with `key` and written with `settings` (engine defaults when `nil`), or
+    /// unkeyed when `key` is `nil`. The engine's per-connection setup and the settings run right
+    /// after the key, before anything is read; the process-wide `cipher_default_*` pragmas are
+    /// never used.
+    /// - Throws: ``SQLiteError`` when SQLite cannot open the file or refuses a setting.
+    package convenience init(path: String, access: AccessMode, create: Bool = false, key: KeyMaterial?, cipher: CipherSettings? = nil, busyTimeout: Duration) throws {
+        let setup = key == nil ? [] : SQLCipherEngine.linked.connectionSetup + Self.settingStatements(cipher ?? .engineDefault, schema: nil)
+        try self.init(path: path, access: access, create: create, sqlcipherKey: key, keySetup: setup, busyTimeout: busyTimeout)
+    }
+
+    /// Attaches `path` as `schema`, keyed with `key` (unencrypted when `nil`) and written with
+    /// `settings`. The key is bound as a parameter of `ATTACH … KEY ?`, never put in SQL text, and
+    /// is always given explicitly (an ATTACH without KEY may inherit the main key or write plaintext).
+    package func attach(path: String, as schema: String, key: KeyMaterial?, settings: CipherSettings) throws {
+        let sql = "ATTACH DATABASE ? AS \(schema) KEY ?"
+        #if DEBUG
+        observation?.record(.prepared(sql))
+        #endif
+        var statement: OpaquePointer?
+        var code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw error(code: code, sql: sql) }
+        defer { sqlite3_finalize(statement) }
+        sqlite3_bind_text(statement, 1, path, -1, sqliteTransient)
+        if let key {
+            code = key.withSQLCipherBytes { bytes in
+                sqlite3_bind_blob(statement, 2, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
+            }
+        } else {
+            code = sqlite3_bind_text(statement, 2, "", 0, sqliteTransient)
+        }
+        guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
+        code = sqlite3_step(statement)
+        // Drop the statement's copy of the key before anything else runs.
+        sqlite3_clear_bindings(statement)
+        guard code == SQLITE_DONE else { throw error(code: code, sql: sql) }
+        guard key != nil else { return }
+        for statement in SQLCipherEngine.linked.attachedSetup(schema: schema) { try execute(statement) }
+        for statement in Self.settingStatements(settings, schema: schema) { try execute(statement) }
+    }
+
+    /// Detaches a schema attached with ``attach(path:as:key:settings:)``.
+    package func detach(_ schema: String) throws {
+        try execute("DETACH DATABASE \(schema)")
+    }
+
+    private static func settingStatements(_ settings: CipherSettings, schema: String?) -> [String] {
+        let prefix = schema.map { "\($0)." } ?? ""
+        var statements: [String] = []
+        if let kdf = settings.kdfIterations { statements.append("PRAGMA \(prefix)kdf_iter = \(kdf)") }
+        if let size = settings.pageSize { statements.append("PRAGMA \(prefix)cipher_page_size = \(size)") }
+        if let hmac = settings.useHMAC { statements.append("PRAGMA \(prefix)cipher_use_hmac = \(hmac ? "ON" : "OFF")") }
+        return statements
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+
+/// The few file-system operations whose order and durability the library relies on.
+package enum FileSystem {
+    /// Flushes a file's data and metadata to stable storage.
+    package static func fsync(path: String) throws(FileSystemError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .failed(operation: "open \(path) for fsync", errno: errno) }
+        defer { close(descriptor) }
+        guard Foundation.fsync(descriptor) == 0 else { throw .failed(operation: "fsync \(path)", errno: errno) }
+    }
+
+    /// Flushes a folder, so that a rename or link inside it survives a power cut.
+    package static func fsyncDirectory(_ path: String) throws(FileSystemError) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .failed(operation: "open folder \(path) for fsync", errno: errno) }
+        defer { close(descriptor) }
+        guard Foundation.fsync(descriptor) == 0 else { throw .failed(operation: "fsync folder \(path)", errno: errno) }
+    }
+
+    /// Makes `target` a name of `source`'s file, failing with `EEXIST` rather than replacing an
+    /// existing `target`.
+    package static func linkWithoutReplacing(_ source: String, to target: String) throws(FileSystemError) {
+        guard link(source, target) == 0 else { throw .failed(operation: "link \(source) to \(target)", errno: errno) }
+    }
+
+    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed (root
+    /// only), open for reading and writing, with an exclusive `flock` held; returns the descriptor.
+    package static func createLocked(_ path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) -> Int32 {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(descriptor)
+            unlink(path)
+            throw .failed(operation: "lock \(path)", errno: code)
+        }
+        _ = fchmod(descriptor, mode)
+        var status = stat()
+        if let owner, stat(owner, &status) == 0 {
+            _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
+        }
+        return descriptor
+    }
+
+    /// Removes a file; a missing file is not an error.
+    package static func removeIfPresent(_ path: String) {
+        _ = unlink(path)
+    }
+
+    /// Bytes available to this process in the file system holding `path`.
+    package static func availableBytes(at path: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
+    /// The largest file this process may write (RLIMIT_FSIZE), or `nil` when unlimited.
+    package static func fileSizeLimit() -> Int64? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return nil }
+        return Int64(clamping: limit.rlim_cur)
+    }
+
+    /// The size of a file, or `nil` when it cannot be read.
+    package static func size(of path: String) -> Int64? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return Int64(status.st_size)
+    }
+
+    /// A file's permission bits, or `nil` when it cannot be read.
+    package static func permissions(of path: String) -> mode_t? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+
+    /// The folder that holds `path`.
+    package static func folder(of path: String) -> String {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return folder.isEmpty ? "." : folder
+    }
+}

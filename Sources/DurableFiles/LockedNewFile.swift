@@ -1,0 +1,36 @@
+import Foundation
+
+/// A new file created exclusively and held with an exclusive `flock` while it is being written,
+/// so that a later run can tell a stale leftover (no live process holds it) from a file another
+/// process is still writing. `flock` locks are independent of SQLite's `fcntl` locks on Linux.
+package final class LockedNewFile {
+    package let path: String
+    private var descriptor: Int32
+
+    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed, and locks it.
+    package init(path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
+        self.path = path
+        descriptor = try FileSystem.createLocked(path, mode: mode, ownerOf: owner)
+    }
+
+    /// Releases the lock (the file stays).
+    package func unlock() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { unlock() }
+
+    /// `true` when no process holds `path` locked (so it is a leftover of a dead process).
+    package static func isAbandoned(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        flock(descriptor, LOCK_UN)
+        return true
+    }
+}

@@ -1,0 +1,149 @@
+import SQLCipherConnection
+import CipherFormats
+import DatabaseMigrations
+import KeyConfiguration
+
+/// Why a database could not be opened, rotated or created.
+///
+/// Each case names the file, and where keys are involved the key ids; none ever contains key
+/// material. ``description`` says what happened and what to do; ``category`` groups the cases for
+/// programs that map them to exit codes or retries.
+public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No file exists at the path, and creating one was not allowed.
+    case fileNotFound(path: String)
+    /// The path is a directory or another non-regular file.
+    case notARegularFile(path: String, kind: String)
+    /// The file or its folder cannot be read.
+    case permissionDenied(path: String, reason: String)
+    /// The file is 0 bytes long. SQLite would accept any key for it, so it is refused.
+    case emptyFile(path: String)
+    /// The file is shorter than one database page.
+    case fileTooShort(path: String, bytes: Int)
+    /// The file is an unencrypted SQLite database.
+    case plaintextDatabase(path: String)
+    /// None of the configured keys opens the file.
+    case noKeyOpens(path: String, triedKeyIDs: [String])
+    /// The file was written by SQLCipher 4 with its default settings, and key `keyID` is the right
+    /// key for it (checked against the file's salt and page-1 HMAC), but the linked SQLCipher 3.4.1
+    /// cannot read that format.
+    case sqlcipher4File(path: String, keyID: String, triedKeyIDs: [String])
+    /// The target of an export or decrypted copy already exists; it is never overwritten.
+    case targetExists(path: String)
+    /// Another connection or process holds a lock on the database for longer than the busy timeout.
+    case busy(path: String, detail: String)
+    /// The file needs a write (rotation, creation) but the file or its folder cannot be written.
+    case readOnly(path: String, reason: String)
+    /// The file needs rotation to the current key, but the database was opened read-only.
+    case rotationNeeded(path: String, openedWith: String, currentKeyID: String)
+    /// A rotation did not take effect (SQLCipher reported success but the file is still on the old
+    /// key). Nothing was lost: the file still opens with `fromKeyID`.
+    case rotationNotApplied(path: String, fromKeyID: String, toKeyID: String, detail: String)
+    /// After a rotation, the file failed verification with the new key.
+    case verificationFailed(path: String, keyID: String, detail: String)
+    /// The disk or a file-size limit is full.
+    case diskFull(path: String, detail: String)
+    /// Any other SQLite or file-system failure.
+    case ioFailure(path: String, operation: String, detail: String)
+    /// The migrator given to the open refused the database or a migration failed; the database
+    /// is at the last migration that succeeded.
+    case migrationFailed(path: String, MigrationError)
+
+    /// Groups of errors that call for the same reaction.
+    public enum Category: String, Sendable, Codable {
+        /// The database file is missing.
+        case missingFile
+        /// The file is there but is not an encrypted database any configured key opens.
+        case unreadableContent
+        /// Permissions or read-only state stop the operation.
+        case permission
+        /// The database is locked; try again later.
+        case busy
+        /// Reading or writing failed (I/O, disk full, verification).
+        case io
+        /// A check found that the file needs rotation.
+        case needsRotation
+        /// A migration was refused or failed.
+        case migration
+    }
+
+    /// The group this error belongs to.
+    public var category: Category {
+        switch self {
+        case .fileNotFound: return .missingFile
+        case .notARegularFile, .emptyFile, .fileTooShort, .plaintextDatabase, .noKeyOpens, .sqlcipher4File: return .unreadableContent
+        case .targetExists: return .permission
+        case .permissionDenied, .readOnly: return .permission
+        case .busy: return .busy
+        case .rotationNeeded: return .needsRotation
+        case .rotationNotApplied, .verificationFailed, .diskFull, .ioFailure: return .io
+        case .migrationFailed: return .migration
+        }
+    }
+
+    /// The database path the error is about.
+    public var path: String {
+        switch self {
+        case let .fileNotFound(path), let .notARegularFile(path, _), let .permissionDenied(path, _),
+             let .emptyFile(path), let .fileTooShort(path, _), let .plaintextDatabase(path),
+             let .noKeyOpens(path, _), let .sqlcipher4File(path, _, _), let .targetExists(path),
+             let .busy(path, _), let .readOnly(path, _),
+             let .rotationNeeded(path, _, _), let .rotationNotApplied(path, _, _, _),
+             let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
+             let .migrationFailed(path, _):
+            return path
+        }
+    }
+
+    /// What happened, to which file, with which key ids, and what to do.
+    public var description: String {
+        switch self {
+        case .fileNotFound(let path):
+            return "\(path): no such file; check the path, or allow creation (createIfMissing) to make a new encrypted database"
+        case let .notARegularFile(path, kind):
+            return "\(path): not a database file but a \(kind); give the path of the database file itself. Nothing was changed."
+        case let .permissionDenied(path, reason):
+            return "\(path): permission denied (\(reason)); check the file's and its folder's owner and mode"
+        case .emptyFile(let path):
+            return "\(path): the file is empty (0 bytes), which SQLite would accept with any key; if it is a leftover, delete it and create the database again"
+        case let .fileTooShort(path, bytes):
+            return "\(path): only \(bytes) bytes, too short to be a database (at least 512); it is damaged or not a database: check the path, or restore the file from a backup. Nothing was changed."
+        case .plaintextDatabase(let path):
+            return "\(path): this is an unencrypted SQLite database and its key list has no plaintext entry; to encrypt it to the current key on the next open, add `plaintext: true` as the first (oldest) key entry in the Keys file (or DatabaseKey.plaintext(id:) first in the key list). Nothing was changed."
+        case let .noKeyOpens(path, tried):
+            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", "))). Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Add the key it was written with to its key list (with `legacy: true` for a SQLCipher 1.x/2.x file, `cipher:` for other settings), or restore the file from a backup. Nothing was changed."
+        case let .sqlcipher4File(path, keyID, tried):
+            return "\(path): key \"\(keyID)\" is correct but this is a SQLCipher 4 file (written with SQLCipher 4's default settings); the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read it (tried: \(tried.joined(separator: ", "))). Convert it with SQLCipher 4 (open it there with key \"\(keyID)\", ATTACH a new file with PRAGMA cipher_compatibility = 3 and sqlcipher_export into it), or link SQLCipher 4. Nothing was changed."
+        case .targetExists(let path):
+            return "\(path): already exists; it is never overwritten. Choose a new path or remove the file yourself."
+        case let .busy(path, detail):
+            return "\(path): the database is locked by another connection or process (\(detail)); try again when it is idle, or raise the busy timeout. Nothing was changed."
+        case let .readOnly(path, reason):
+            return "\(path): cannot write (\(reason)); rotation and creation need write access to the file and its folder. Nothing was changed."
+        case let .rotationNeeded(path, openedWith, current):
+            return "\(path): opened with key \"\(openedWith)\", not the current key \"\(current)\"; open it read-write (or run rekey) to rotate it"
+        case let .rotationNotApplied(path, from, to, detail):
+            return "\(path): the rotation from key \"\(from)\" to \"\(to)\" did not take effect (\(detail)); the file still opens with \"\(from)\" and nothing was lost. Check free disk space, permissions and locks, then try again."
+        case let .verificationFailed(path, keyID, detail):
+            return "\(path): the rotation to key \"\(keyID)\" failed verification (\(detail)). Keep every -journal and -wal file next to the database (SQLite needs them to recover), open it again with the full key list, and report this."
+        case let .diskFull(path, detail):
+            return "\(path): the disk or file-size limit is full (\(detail)); free space (a rotation needs room for a journal as large as the database) and try again. Nothing was lost."
+        case let .ioFailure(path, operation, detail):
+            return "\(path): \(operation) failed: \(detail); check the disk, the file and its folder, then try again"
+        case let .migrationFailed(path, error):
+            return "\(path): \(error)"
+        }
+    }
+}
+
+extension EncryptedDatabaseError {
+    /// Maps a SQLite failure during `operation` to the matching case.
+    static func from(_ error: SQLiteError, path: String, operation: String) -> EncryptedDatabaseError {
+        switch error.code.primary {
+        case .busy, .locked: return .busy(path: path, detail: error.message)
+        case .readOnly: return .readOnly(path: path, reason: error.message)
+        case .permission, .cannotOpen: return .permissionDenied(path: path, reason: error.message)
+        case .full: return .diskFull(path: path, detail: error.message)
+        default: return .ioFailure(path: path, operation: operation, detail: error.description)
+        }
+    }
+}

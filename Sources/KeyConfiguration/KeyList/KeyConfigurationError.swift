@@ -1,0 +1,102 @@
+import CipherFormats
+
+/// A problem with key configuration: a key list, a key source or the `Keys` file.
+///
+/// Every case names the database and key id (or the `Keys` file and the place in it) and says what
+/// to do. None ever contains key material.
+public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The key list has no keys.
+    case emptyKeyList(database: String)
+    /// A key has an empty id (1-based position in the list).
+    case emptyKeyID(database: String, position: Int)
+    /// Two keys share an id.
+    case duplicateKeyID(String, database: String)
+    /// Two keys have the same material, so rotating between them would change nothing.
+    case duplicateKeyMaterial(keyID: String, sameAs: String, database: String)
+    /// The key's material is not usable.
+    case invalidMaterial(keyID: String, database: String, source: String, problem: KeyMaterialProblem)
+    /// The environment variable a key comes from is not set.
+    case environmentVariableUnset(variable: String, keyID: String, database: String)
+    /// The key file could not be read.
+    case keyFileUnreadable(path: String, keyID: String, database: String, reason: String)
+    /// The key file can be read or written by group or others (`mode` is its permission bits).
+    case keyFileTooPermissive(path: String, mode: UInt32, keyID: String, database: String)
+    /// A key entry in the `Keys` file names no source, or more than one.
+    case keySourceCount(keyID: String, database: String, sources: [String], keysFile: String)
+    /// The `Keys` file does not exist.
+    case keysFileMissing(path: String)
+    /// The `Keys` file could not be read.
+    case keysFileUnreadable(path: String, reason: String)
+    /// The `Keys` file is not valid YAML or not of the expected shape; `location` says where.
+    case keysFileInvalid(path: String, location: String, problem: String)
+    /// The `Keys` file has a field this library does not know (often a typo).
+    case unknownField(path: String, location: String, field: String, allowed: [String])
+    /// A `plaintext` entry that is not the first of several entries (it stands for the oldest state
+    /// of the file, and the current key must be a real key).
+    case plaintextEntryMisplaced(keyID: String, database: String)
+    /// A key's cipher settings are not values SQLCipher accepts.
+    case invalidCipherSettings(keyID: String, database: String, problem: String)
+    /// The `Keys` file has no entry for this database.
+    case databaseNotConfigured(database: String, keysFile: String, configured: [String])
+
+    /// Stands for an unknown field name in ``unknownField(path:location:field:allowed:)`` when the
+    /// name does not look like a field name (it may be a value, such as a key written as
+    /// `passphrase:secret` without a space, which YAML reads as one name). It is never shown.
+    public static let hiddenFieldName = "<not shown>"
+
+    /// `name` when it looks like a field name (letters, digits, `_` and `-`, at most 40
+    /// characters, not starting with a digit); else ``hiddenFieldName``, so that a value typed in
+    /// the place of a name (possibly a key) never appears in an error.
+    static func shownFieldName(_ name: String) -> String {
+        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 40,
+              first == "_" || ("a"..."z").contains(first) || ("A"..."Z").contains(first),
+              name.unicodeScalars.allSatisfy({ $0 == "_" || $0 == "-" || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) })
+        else { return hiddenFieldName }
+        return name
+    }
+
+    /// What is wrong, where, and what to do.
+    public var description: String {
+        switch self {
+        case .emptyKeyList(let database):
+            return "\(database): the key list is empty; list at least one key (the last one is the current key)"
+        case let .emptyKeyID(database, position):
+            return "\(database): key \(position) has an empty id; give every key a label such as \"2025-06\""
+        case let .duplicateKeyID(id, database):
+            return "\(database): key id \"\(id)\" appears twice; give every key its own id"
+        case let .duplicateKeyMaterial(keyID, sameAs, database):
+            return "\(database): keys \"\(sameAs)\" and \"\(keyID)\" have the same material, so a rotation between them would change nothing; give the new key new material"
+        case let .invalidMaterial(keyID, database, source, problem):
+            return "\(database): key \"\(keyID)\" (\(source)): \(problem)"
+        case let .environmentVariableUnset(variable, keyID, database):
+            return "\(database): key \"\(keyID)\" reads environment variable \(variable), which is not set; export it before running"
+        case let .keyFileUnreadable(path, keyID, database, reason):
+            return "\(database): key \"\(keyID)\": cannot read key file \(path) (\(reason)); check the path, and that it is a regular file this user can read"
+        case let .keyFileTooPermissive(path, mode, keyID, database):
+            return "\(database): key \"\(keyID)\": key file \(path) is accessible by group or others (mode \(String(mode, radix: 8))); run: chmod 600 \(path)"
+        case let .keySourceCount(keyID, database, sources, keysFile):
+            if sources.isEmpty {
+                return "\(keysFile): database \(database), key \"\(keyID)\" has no material; give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
+            }
+            return "\(keysFile): database \(database), key \"\(keyID)\" has several sources (\(sources.joined(separator: ", "))); give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
+        case .keysFileMissing(let path):
+            return "Keys file \(path) does not exist; copy Keys.example to it, or point --keys / REKEY_KEYS_FILE at yours"
+        case let .keysFileUnreadable(path, reason):
+            return "Keys file \(path) cannot be read (\(reason)); check that it is a file this user can read, or point --keys / REKEY_KEYS_FILE at yours"
+        case let .keysFileInvalid(path, location, problem):
+            return "Keys file \(path) is invalid at \(location): \(problem); see Keys.example for the expected shape"
+        case let .unknownField(path, location, field, allowed):
+            if field == Self.hiddenFieldName {
+                return "Keys file \(path) has an unknown field at \(location) that does not look like a field name, so it is not shown (it may hold a key, e.g. `passphrase:secret` written without a space after the colon); fix it: allowed there: \(allowed.joined(separator: ", "))"
+            }
+            return "Keys file \(path) has an unknown field \"\(field)\" at \(location); check its spelling: allowed there: \(allowed.joined(separator: ", "))"
+        case let .plaintextEntryMisplaced(keyID, database):
+            return "\(database): key \"\(keyID)\" is a plaintext entry; move it to the top: it may only be the first (oldest) entry of a list that also has a real current key"
+        case let .invalidCipherSettings(keyID, database, problem):
+            return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem); fix its cipher: settings (see Keys.example)"
+        case let .databaseNotConfigured(database, keysFile, configured):
+            let list = configured.isEmpty ? "none" : configured.joined(separator: ", ")
+            return "\(database) is not listed in Keys file \(keysFile) (it lists: \(list)); add an entry with its keys"
+        }
+    }
+}

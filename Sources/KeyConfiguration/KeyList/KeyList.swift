@@ -1,0 +1,84 @@
+import Foundation
+
+/// The ordered keys of one database, oldest first; the last one is the current key.
+///
+/// Building a key list resolves every source (environment variables, key files, hex text) and
+/// checks the list, so that a misconfiguration shows up when the configuration is loaded, not on
+/// the day an old key is needed.
+///
+/// ```swift
+/// let keys = try KeyList(database: "app.sqlite", keys: [
+///     DatabaseKey(id: "2024-01", source: .passphrase("old passphrase")),
+///     DatabaseKey(id: "2025-06", source: .environment(variable: "APP_DB_KEY", format: .hex)),
+/// ])
+/// ```
+public struct KeyList: Sendable, CustomStringConvertible {
+    /// The database this list belongs to, used in errors and logs.
+    public let database: String
+    /// The encrypted keys, oldest first (without the plaintext entry).
+    let keys: [ResolvedKey]
+
+    /// Resolves and checks `keys` for `database`.
+    ///
+    /// - Parameters:
+    ///   - database: The database path or name, used in error messages.
+    ///   - keys: The keys, oldest first; the last is the current key.
+    ///   - environment: Where `environment` sources are looked up; the process environment by default.
+    /// - Throws: ``KeyConfigurationError`` for an empty list, an empty or duplicate id, an unset
+    ///   environment variable, an unreadable or group/world-readable key file, or invalid material.
+    public init(database: String, keys: [DatabaseKey], environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeyConfigurationError) {
+        guard !keys.isEmpty else { throw .emptyKeyList(database: database) }
+        var seen = Set<String>()
+        var resolved: [ResolvedKey] = []
+        var plaintextID: String?
+        for (index, key) in keys.enumerated() {
+            guard !key.id.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw .emptyKeyID(database: database, position: index + 1)
+            }
+            guard seen.insert(key.id).inserted else { throw .duplicateKeyID(key.id, database: database) }
+            if case .plaintext = key.source {
+                guard index == 0, keys.count > 1 else { throw .plaintextEntryMisplaced(keyID: key.id, database: database) }
+                plaintextID = key.id
+                continue
+            }
+            if let problem = key.cipher.problem() {
+                throw .invalidCipherSettings(keyID: key.id, database: database, problem: problem)
+            }
+            let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
+            let candidate = ResolvedKey(id: key.id, material: material, cipher: key.cipher, legacy: key.legacy)
+            // The same material is allowed only with different settings (a settings-only rotation).
+            if let twin = resolved.first(where: { $0.material!.isSameSecret(as: material) && $0.writesSameFormat(as: candidate) }) {
+                throw .duplicateKeyMaterial(keyID: key.id, sameAs: twin.id, database: database)
+            }
+            resolved.append(candidate)
+        }
+        self.database = database
+        self.keys = resolved
+        self.plaintextKeyID = plaintextID
+    }
+
+    /// The id of the leading `plaintext` entry, when the list has one: unencrypted files are then
+    /// encrypted to the current key when opened.
+    public let plaintextKeyID: String?
+
+    /// The key ids, oldest first (the plaintext entry, when present, first).
+    public var ids: [String] { (plaintextKeyID.map { [$0] } ?? []) + keys.map(\.id) }
+
+    /// The id of the current (last) key.
+    public var currentID: String { current.id }
+
+    package var current: ResolvedKey { keys[keys.count - 1] }
+
+    /// The plaintext entry as a key without material.
+    package var plaintextKey: ResolvedKey? { plaintextKeyID.map { ResolvedKey(id: $0, material: nil) } }
+
+    /// The order in which keys are tried on a file: the current key first (the steady state after
+    /// a rotation, so that an up-to-date file costs one key derivation), then the older keys from
+    /// oldest to newest.
+    package var trialOrder: [ResolvedKey] { [current] + keys.dropLast() }
+
+    /// `KeyList(app.sqlite: 2024-01, 2025-06*)`; `*` marks the current key.
+    public var description: String {
+        "KeyList(\(database): " + ids.map { $0 == currentID ? "\($0)*" : $0 }.joined(separator: ", ") + ")"
+    }
+}

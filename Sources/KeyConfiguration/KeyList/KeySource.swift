@@ -1,0 +1,214 @@
+import CipherFormats
+import Foundation
+
+/// How the bytes of a key file or environment variable are to be read.
+public enum KeyFormat: String, Sendable, Codable, CaseIterable {
+    /// The text is a passphrase (SQLCipher runs PBKDF2 over it).
+    case passphrase
+    /// The text is exactly 64 hex digits of a raw key.
+    case hex
+    /// The file holds exactly 32 raw key bytes (key files only).
+    case binary
+}
+
+/// Where a key's material comes from.
+///
+/// A source is resolved when a ``KeyList`` is built: environment variables are read, key files are
+/// checked and read, text is validated. Its `description` names the source (e.g.
+/// `env APP_DB_KEY`, `file /etc/app/db.key`) and never the secret.
+public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// A passphrase given in configuration.
+    case passphrase(String)
+    /// A raw key given as 64 hex digits.
+    case hex(String)
+    /// The value of an environment variable, read as `format`.
+    case environment(variable: String, format: KeyFormat = .passphrase)
+    /// The contents of a file, read as `format`. A trailing newline is ignored for `passphrase`
+    /// and `hex`. The file must not be readable or writable by group or others.
+    case file(path: String, format: KeyFormat = .passphrase)
+    /// Material you already hold.
+    case material(KeyMaterial)
+    /// No key: the database is an unencrypted SQLite file. Allowed only as the first (oldest)
+    /// entry of a key list, so that opening encrypts such a file to the current key.
+    case plaintext
+
+    /// A short, secret-free name of the source.
+    public var description: String {
+        switch self {
+        case .passphrase: return "passphrase"
+        case .hex: return "hex"
+        case let .environment(variable, format): return "env \(variable) (\(format.rawValue))"
+        case let .file(path, format): return "file \(path) (\(format.rawValue))"
+        case .material(let material): return "material (\(material.kind.rawValue))"
+        case .plaintext: return "plaintext (no encryption)"
+        }
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+    /// Shows the description only, so `dump()` never prints the secret.
+    public var customMirror: Mirror { Mirror(self, children: ["source": description]) }
+}
+
+/// One key of a database's key list: a label that may appear in logs and errors, and where its
+/// material comes from.
+public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable {
+    /// The key's label, such as `2025-06`. Shown in logs, errors and reports; never secret.
+    public let id: String
+    /// Where the material comes from.
+    public let source: KeySource
+    /// The cipher settings of the files this key wrote (or, for the current key, will write).
+    public let cipher: CipherSettings
+    /// `true` for files written by SQLCipher 1.x or 2.x (`kdf_iter` 4000, with or without HMAC):
+    /// the key is tried with those settings, and a file it opens is upgraded to the current key
+    /// and settings through the verified export path.
+    public let legacy: Bool
+
+    /// A key with a label, a source, and optionally the cipher settings of its files.
+    public init(id: String, source: KeySource, cipher: CipherSettings = .engineDefault, legacy: Bool = false) {
+        self.id = id
+        self.source = source
+        self.cipher = cipher
+        self.legacy = legacy
+    }
+
+    /// The entry for unencrypted files (the oldest entry of a key list only).
+    public static func plaintext(id: String) -> DatabaseKey {
+        DatabaseKey(id: id, source: .plaintext)
+    }
+
+    /// `DatabaseKey(id: "…", source: …)` without the secret.
+    public var description: String {
+        var text = "DatabaseKey(id: \(id.debugDescription), source: \(source)"
+        if !cipher.isEngineDefault { text += ", cipher: \(cipher)" }
+        if legacy { text += ", legacy" }
+        return text + ")"
+    }
+    /// Shows the id and source name only.
+    public var customMirror: Mirror { Mirror(self, children: ["id": id, "source": source.description]) }
+}
+
+/// A key whose source has been resolved to material, with the settings its files use.
+package struct ResolvedKey: Sendable {
+    package let id: String
+    /// `nil` for the plaintext entry.
+    package let material: KeyMaterial?
+    package let cipher: CipherSettings
+    package let legacy: Bool
+
+    package init(id: String, material: KeyMaterial?, cipher: CipherSettings = .engineDefault, legacy: Bool = false) {
+        self.id = id
+        self.material = material
+        self.cipher = cipher
+        self.legacy = legacy
+    }
+
+    /// `true` when a file written with `self` and with `other` would have the same format
+    /// (same effective page size, KDF iterations and HMAC; legacy keys never match).
+    package func writesSameFormat(as other: ResolvedKey) -> Bool {
+        !legacy && !other.legacy && cipher.effective == other.cipher.effective
+    }
+
+    /// `true` for the plaintext entry.
+    package var isPlaintext: Bool { material == nil }
+
+    /// The settings to try when opening a file with this key: the legacy variants for a legacy
+    /// key (unless settings were given), else exactly the configured settings.
+    package var settingsToTry: [CipherSettings] {
+        legacy && cipher.isEngineDefault ? CipherSettings.legacyVariants : [cipher]
+    }
+}
+
+/// Reads key material from its source.
+enum KeySourceResolver {
+    /// The largest key file read; a key file is a few dozen bytes.
+    static let maximumKeyFileSize = 64 * 1024
+
+    static func resolve(_ key: DatabaseKey, database: String, environment: [String: String]) throws(KeyConfigurationError) -> KeyMaterial {
+        func wrap<T>(_ body: () throws(KeyMaterialProblem) -> T) throws(KeyConfigurationError) -> T {
+            do { return try body() } catch { throw .invalidMaterial(keyID: key.id, database: database, source: key.source.description, problem: error) }
+        }
+        switch key.source {
+        case .passphrase(let text):
+            return try wrap { () throws(KeyMaterialProblem) in try KeyMaterial.passphrase(text) }
+        case .hex(let text):
+            return try wrap { () throws(KeyMaterialProblem) in try KeyMaterial.rawKey(hex: text) }
+        case .material(let material):
+            return material
+        case .plaintext:
+            preconditionFailure("the plaintext entry has no material; KeyList handles it")
+        case let .environment(variable, format):
+            guard let value = environment[variable] else {
+                throw .environmentVariableUnset(variable: variable, keyID: key.id, database: database)
+            }
+            return try wrap { () throws(KeyMaterialProblem) in
+                switch format {
+                case .passphrase: return try KeyMaterial.passphrase(bytes: value.utf8)
+                case .hex: return try KeyMaterial.rawKey(hexBytes: value.utf8)
+                case .binary: throw KeyMaterialProblem.wrongByteCount(bytes: value.utf8.count)
+                }
+            }
+        case let .file(path, format):
+            let bytes = try readKeyFile(path: path, keyID: key.id, database: database)
+            return try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(KeyConfigurationError) -> KeyMaterial in
+                var content = raw[...]
+                if format != .binary {
+                    while let last = content.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
+                        content = content.dropLast()
+                    }
+                }
+                return try wrap { () throws(KeyMaterialProblem) in
+                    switch format {
+                    case .passphrase: return try KeyMaterial.passphrase(bytes: content)
+                    case .hex: return try KeyMaterial.rawKey(hexBytes: content)
+                    case .binary: return try KeyMaterial.rawKey(bytes: content)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads a key file into a secret buffer after checking that only its owner can read it.
+    static func readKeyFile(path: String, keyID: String, database: String) throws(KeyConfigurationError) -> SecretBytes {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(errno)))
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "not a regular file")
+        }
+        let permissions = status.st_mode & 0o777
+        guard permissions & 0o077 == 0 else {
+            throw .keyFileTooPermissive(path: path, mode: permissions, keyID: keyID, database: database)
+        }
+        guard Int(status.st_size) <= maximumKeyFileSize else {
+            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "larger than \(maximumKeyFileSize) bytes; a key file holds one key")
+        }
+        var failure: Int32 = 0
+        var total = 0
+        let buffer = SecretBytes(count: Int(status.st_size)) { buffer in
+            while total < buffer.count {
+                let read = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
+                if read < 0 {
+                    if errno == EINTR { continue }
+                    failure = errno
+                    return
+                }
+                if read == 0 { break }
+                total += read
+            }
+        }
+        guard failure == 0 else {
+            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(failure)))
+        }
+        guard total == buffer.count else {
+            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "the file changed size while it was read")
+        }
+        return buffer
+    }
+}

@@ -1,0 +1,291 @@
+import CSQLCipher
+import Foundation
+
+/// One SQLCipher connection to one database file: the single path to SQLite in this library.
+///
+/// The application, the key rotation and the migrator all run their SQL through this type's
+/// ``execute(_:_:)``, ``query(_:_:)`` and ``prepare(_:)``. You get a connection inside
+/// ``EncryptedDatabase/read(_:)-buwx`` and ``EncryptedDatabase/write(_:)-31cs9``; the library opens and keys
+/// it for you.
+///
+/// A connection is keyed exactly once, when it opens: SQLCipher 3.4.1 corrupts reads when a key is
+/// set on a handle that has already read the database, so no API here does that.
+///
+/// Every connection runs with `PRAGMA temp_store = MEMORY`, and an authorizer refuses statements
+/// that would change it (SQLCipher writes temporary tables and sort spills to unencrypted files
+/// otherwise), that would pass key material as SQL text (`PRAGMA key`, `rekey`, `hexkey`,
+/// `hexrekey`), or that would change process-wide cipher defaults (`cipher_default_*`).
+///
+/// A connection is not thread-safe; use it from one thread at a time (``EncryptedDatabase``
+/// serializes access for you).
+public final class Connection {
+    /// How a connection opens its file.
+    public enum AccessMode: Sendable, Equatable {
+        /// Reads and writes.
+        case readWrite
+        /// Reads only; nothing is written, not even a recovery of a hot journal.
+        case readOnly
+    }
+
+    package let handle: OpaquePointer
+    /// The path the connection was opened with.
+    public let path: String
+    /// The access mode the connection was opened with.
+    public let accessMode: AccessMode
+
+    /// Opens `path` and keys it with `key` (or leaves it unkeyed when `key` is `nil`), then runs
+    /// `keySetup` (the cipher layer's per-connection settings) before anything is read.
+    ///
+    /// The file must exist unless `create` is set. Nothing is read from the file here, so a
+    /// wrong key is only detected by the first read (see ``verifyReadable()``).
+    /// - Throws: ``SQLiteError`` when SQLite cannot open the file or a setup statement fails.
+    package init(path: String, access: AccessMode, create: Bool = false, sqlcipherKey key: (any SQLCipherKey)?, keySetup: [String] = [], busyTimeout: Duration) throws {
+        var flags = SQLITE_OPEN_NOMUTEX
+        switch access {
+        case .readWrite: flags |= SQLITE_OPEN_READWRITE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        }
+        if create { flags |= SQLITE_OPEN_CREATE }
+        handle = try Self.open(path, flags: flags)
+        self.path = path
+        accessMode = access
+        #if DEBUG
+        observation = SQLObservation.shared.attach(handle: handle, path: path)
+        #endif
+        sqlite3_extended_result_codes(handle, 1)
+        if let key {
+            let keyCode = key.withSQLCipherBytes { bytes in
+                sqlite3_key(handle, bytes.baseAddress, Int32(bytes.count))
+            }
+            guard keyCode == SQLITE_OK else { throw error(code: keyCode, sql: nil) }
+            for statement in keySetup { try execute(statement) }
+        }
+        setBusyTimeout(busyTimeout)
+        // Setting temp_store does not read the database file, so it is safe right after the key.
+        try execute("PRAGMA temp_store = MEMORY")
+        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+    }
+
+    /// Opens `path` read-only, without a key and without running any SQL, only to read the
+    /// file's raw bytes through ``mainDatabaseFile()`` (see ``DatabaseFilePrefix``).
+    ///
+    /// - Throws: ``SQLiteError`` when SQLite cannot open the file.
+    package init(rawFileAt path: String) throws {
+        handle = try Self.open(path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)
+        self.path = path
+        accessMode = .readOnly
+        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+    }
+
+    /// A new SQLite handle on `path`, or the error (the failed handle is closed).
+    private static func open(_ path: String, flags: Int32) throws -> OpaquePointer {
+        var opened: OpaquePointer?
+        let code = sqlite3_open_v2(path, &opened, flags, nil)
+        guard code == SQLITE_OK, let opened else {
+            let error = SQLiteError.from(handle: opened, code: code, sql: nil)
+            sqlite3_close_v2(opened)
+            throw error
+        }
+        return opened
+    }
+
+    private var isClosed = false
+    /// How many savepoints ``savepoint(_:)`` has open, to name the next one.
+    var savepointDepth = 0
+    /// Prepared statements kept by ``cachedStatement(_:)``, by SQL text.
+    var statementCache: [String: Statement] = [:]
+    /// Custom SQL functions, kept alive while the connection lives.
+    var functionBoxes: [AnyObject] = []
+    #if DEBUG
+    /// Test-only SQL observation (see ``SQLObservation``); `nil` unless a test asked for it.
+    package var observation: SQLObservation.Attachment?
+    #endif
+
+    deinit { close() }
+
+    /// Closes the handle now. An open transaction is rolled back by SQLite; the connection must
+    /// not be used afterwards.
+    package func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Sets how long a statement waits for another connection's lock before it fails with
+    /// `SQLITE_BUSY`.
+    public func setBusyTimeout(_ timeout: Duration) {
+        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+    }
+
+    /// Reads the schema, which is what proves that the key opens the file.
+    ///
+    /// - Throws: ``SQLiteError`` with code ``ResultCode/notADatabase`` when the key is wrong or the
+    ///   file is not a database, or another code (busy, I/O) when the file could not be read.
+    public func verifyReadable() throws {
+        _ = try queryValue("SELECT count(*) FROM sqlite_master", as: Int64.self)
+    }
+
+    // MARK: Running SQL
+
+    /// Prepares one statement.
+    /// - Throws: ``SQLiteError`` for invalid SQL, ``StatementError/emptyStatement(sql:)`` when the
+    ///   text holds no statement.
+    public func prepare(_ sql: String) throws -> Statement {
+        #if DEBUG
+        observation?.record(.prepared(sql))
+        #endif
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
+        guard let statement else { throw StatementError.emptyStatement(sql: sql) }
+        return Statement(connection: self, handle: statement, sql: sql)
+    }
+
+    /// Runs one or several statements separated by semicolons.
+    ///
+    /// Positional arguments are consumed by the statements in order; named arguments are matched
+    /// in every statement that uses the name, and each must be used at least once.
+    /// - Throws: ``SQLiteError`` naming the failing statement, or ``StatementError``.
+    public func execute(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws {
+        #if DEBUG
+        observation?.record(.prepared(sql))
+        #endif
+        var consumed = 0
+        var usedNames = Set<String>()
+        var last: Statement?
+        let utf8 = Array(sql.utf8CString)
+        try utf8.withUnsafeBufferPointer { buffer in
+            guard let start = buffer.baseAddress else { return }
+            var cursor = start
+            while cursor.pointee != 0 {
+                var statementHandle: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let code = sqlite3_prepare_v2(handle, cursor, -1, &statementHandle, &tail)
+                let end = tail ?? UnsafePointer(start.advanced(by: buffer.count - 1))
+                let text = String(decoding: UnsafeRawBufferPointer(start: cursor, count: end - cursor), as: UTF8.self)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                guard code == SQLITE_OK else { throw error(code: code, sql: text) }
+                cursor = end
+                guard let statementHandle else { continue }  // only whitespace or a comment
+                let statement = Statement(connection: self, handle: statementHandle, sql: text)
+                try statement.bind(arguments, positionalOffset: &consumed, usedNames: &usedNames)
+                while try statement.step() {}
+                last = statement
+            }
+        }
+        if let last {
+            try last.checkAllConsumed(arguments, consumed: consumed, usedNames: usedNames)
+        } else if !arguments.isEmpty {
+            try Statement.checkNoArguments(arguments, sql: sql)
+        }
+    }
+
+    /// Runs a query and returns all of its rows.
+    /// - Throws: ``SQLiteError`` or ``StatementError``.
+    public func query(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> [Row] {
+        try prepare(sql).fetchAll(arguments)
+    }
+
+    /// Runs a query and returns its first row, or `nil` when it returns none.
+    /// - Throws: ``SQLiteError`` or ``StatementError``.
+    public func queryOne(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> Row? {
+        try prepare(sql).fetchOne(arguments)
+    }
+
+    /// Runs a query and returns the first column of its first row converted to `T`, or `nil`
+    /// when there is no row or the value is `NULL`.
+    /// - Throws: ``SQLiteError``, or ``StatementError`` when the value does not convert.
+    public func queryValue<T: DatabaseValueConvertible>(
+        _ sql: String, _ arguments: StatementArguments = StatementArguments(), as type: T.Type = T.self
+    ) throws -> T? {
+        guard let row = try queryOne(sql, arguments) else { return nil }
+        return try row.get(0, as: T?.self)
+    }
+
+    // MARK: State
+
+    /// The rowid of the most recent successful `INSERT` on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// The number of rows changed by the most recent `INSERT`, `UPDATE` or `DELETE`.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The number of rows changed since the connection opened.
+    public var totalChanges: Int { Int(sqlite3_total_changes(handle)) }
+
+    /// `true` when the main database is read-only for this connection (opened read-only, or the
+    /// file or its folder could not be opened for writing).
+    public var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+    /// `true` when no transaction is open.
+    public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+
+    /// The database's `user_version`.
+    /// - Throws: ``SQLiteError``.
+    public func userVersion() throws -> Int32 {
+        try queryValue("PRAGMA user_version", as: Int32.self) ?? 0
+    }
+
+    /// Sets the database's `user_version`.
+    /// - Throws: ``SQLiteError``.
+    public func setUserVersion(_ version: Int32) throws {
+        try execute("PRAGMA user_version = \(version)")
+    }
+
+    /// The database's `application_id`.
+    /// - Throws: ``SQLiteError``.
+    public func applicationID() throws -> Int32 {
+        try queryValue("PRAGMA application_id", as: Int32.self) ?? 0
+    }
+
+    /// Sets the database's `application_id`.
+    /// - Throws: ``SQLiteError``.
+    public func setApplicationID(_ id: Int32) throws {
+        try execute("PRAGMA application_id = \(id)")
+    }
+
+    /// The journal mode, lowercased: `delete`, `wal`, `truncate`, `persist`, `memory` or `off`.
+    /// - Throws: ``SQLiteError``.
+    public func journalMode() throws -> String {
+        (try queryValue("PRAGMA journal_mode", as: String.self) ?? "delete").lowercased()
+    }
+
+    package func error(code: Int32, sql: String?) -> SQLiteError {
+        SQLiteError.from(handle: handle, code: code, sql: sql)
+    }
+}
+
+extension Statement {
+    static func checkNoArguments(_ arguments: StatementArguments, sql: String) throws {
+        switch arguments.storage {
+        case .positional(let values):
+            throw StatementError.argumentCountMismatch(expected: 0, given: values.count, sql: sql)
+        case .named(let values):
+            throw StatementError.unusedNamedArgument(name: values.keys.sorted().first ?? "", sql: sql)
+        }
+    }
+}
+
+/// Refuses SQL that would write plaintext temp files, put key material in SQL text, or change
+/// process-wide cipher defaults. Installed on every connection after its own setup.
+private func connectionAuthorizer(
+    _ context: UnsafeMutableRawPointer?, _ action: Int32,
+    _ first: UnsafePointer<CChar>?, _ second: UnsafePointer<CChar>?,
+    _ database: UnsafePointer<CChar>?, _ trigger: UnsafePointer<CChar>?
+) -> Int32 {
+    guard action == SQLITE_PRAGMA, let first else { return SQLITE_OK }
+    let pragma = String(cString: first).lowercased()
+    switch pragma {
+    case "key", "rekey", "hexkey", "hexrekey", "temp_store_directory":
+        return SQLITE_DENY
+    case "temp_store":
+        // Reading is fine; only MEMORY (2) may be set.
+        guard let second else { return SQLITE_OK }
+        let value = String(cString: second).lowercased()
+        return value == "memory" || value == "2" ? SQLITE_OK : SQLITE_DENY
+    default:
+        return pragma.hasPrefix("cipher_default_") ? SQLITE_DENY : SQLITE_OK
+    }
+}
