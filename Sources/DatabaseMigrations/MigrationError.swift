@@ -1,3 +1,4 @@
+import Foundation
 /// Why migrations could not be registered or applied. When a migration fails, the database is
 /// left exactly as it was after the previous migration.
 public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -60,4 +61,10 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
             return "migration \(id) leaves foreign-key violations (\(violations.prefix(5).joined(separator: "; "))); it was rolled back: fix the data or the migration and run it again"
         }
     }
+}
+
+extension MigrationError: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
 }

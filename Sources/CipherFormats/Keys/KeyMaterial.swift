@@ -1,3 +1,4 @@
+import Foundation
 import SQLCipherConnection
 
 /// The secret part of a key, ready to hand to SQLCipher: either a passphrase (which SQLCipher runs
@@ -135,4 +136,10 @@ public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConverti
             return "byte \(position) of the passphrase is a NUL character, which other SQLCipher tools cannot enter; for a binary key file use format binary (32 bytes), save text files as UTF-8"
         }
     }
+}
+
+extension KeyMaterialProblem: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
 }

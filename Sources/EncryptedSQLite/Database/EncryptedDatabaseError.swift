@@ -1,3 +1,4 @@
+import Foundation
 import SQLCipherConnection
 import CipherFormats
 import DatabaseMigrations
@@ -146,4 +147,10 @@ extension EncryptedDatabaseError {
         default: return .ioFailure(path: path, operation: operation, detail: error.description)
         }
     }
+}
+
+extension EncryptedDatabaseError: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
 }

@@ -264,3 +264,9 @@ private final class FleetState: @unchecked Sendable {
         lock.withLock { results.compactMap { $0 } }
     }
 }
+
+extension FleetFailure: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
+}

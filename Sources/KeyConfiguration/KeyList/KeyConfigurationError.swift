@@ -1,3 +1,4 @@
+import Foundation
 import CipherFormats
 
 /// A problem with key configuration: a key list, a key source or the `Keys` file.
@@ -99,4 +100,10 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database) is not listed in Keys file \(keysFile) (it lists: \(list)); add an entry with its keys"
         }
     }
+}
+
+extension KeyConfigurationError: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
 }

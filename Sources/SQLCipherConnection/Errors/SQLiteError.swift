@@ -1,3 +1,4 @@
+import Foundation
 import CSQLCipher
 
 /// A SQLite result code (primary or extended), with names for the ones callers act on.
@@ -149,4 +150,16 @@ extension SQLiteError {
         let literalAttachKey = text.contains(/\battach\b/) && text.contains(/\bkey\b\s*[^?:@$\s]/)
         return keyPragma || literalAttachKey ? hiddenSQL : sql
     }
+}
+
+extension SQLiteError: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
+}
+
+extension StatementError: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
 }

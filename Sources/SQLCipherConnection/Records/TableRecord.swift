@@ -1,3 +1,4 @@
+import Foundation
 /// A `Codable` type stored as one row of a table, identified by a primary-key column.
 ///
 /// Coding keys are column names. An `Int64?` primary key that is `nil` on insert lets SQLite
@@ -123,4 +124,10 @@ extension Connection {
 /// `"name"` with embedded quotes doubled, safe to put in SQL as an identifier.
 func quoteIdentifier(_ name: String) -> String {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+extension RecordError: LocalizedError {
+    /// The same text as ``description``, so that `localizedDescription` says what happened and what
+    /// to do.
+    public var errorDescription: String? { description }
 }
