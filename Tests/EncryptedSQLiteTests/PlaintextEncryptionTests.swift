@@ -107,9 +107,10 @@ struct PlaintextEncryptionTests {
         default: files.rename = { _, _ throws(FileSystemError) in throw injected }
         }
         let outcome = try KeyProbe(keys: keys, trial: KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(1))).run()
-        let export = ExportRotation(path: path, busyTimeout: .seconds(1), verification: .quickCheck, logger: OpenOptions().logger, files: files)
+        let context = RotationContext(path: path, from: outcome.key, to: keys.current, busyTimeout: .seconds(1), verification: .quickCheck,
+                                      logger: OpenOptions().logger, files: files, workers: 1)
         #expect(throws: EncryptedDatabaseError.self) {
-            try export.run(connection: outcome.connection, from: outcome.key, to: keys.current)
+            _ = try ExportRotation().rotate(outcome.connection, in: context)
         }
         #expect(FileSnapshot(path) == snapshot)
         #expect(DatabaseFileKind.inspect(path: path) == .plaintextSQLite(bytes: snapshot.bytes!.count))

@@ -185,12 +185,13 @@ struct RotationTests {
         let path = directory.file("app.sqlite")
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
         let keys = try ring.keyList(database: path)
-        let rotation = InPlaceRotation(path: path, busyTimeout: .seconds(1), verification: .quickCheck, logger: OpenOptions().logger)
+        let context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(1), verification: .quickCheck,
+                                      logger: OpenOptions().logger, files: .system, workers: 1)
         #expect(throws: EncryptedDatabaseError.self) {
-            _ = try rotation.verify(from: keys.keys[0], to: keys.keys[1], detail: "test")
+            _ = try EngineRekey().verify(in: context, detail: "test")
         }
         do {
-            _ = try rotation.verify(from: keys.keys[0], to: keys.keys[1], detail: "test")
+            _ = try EngineRekey().verify(in: context, detail: "test")
         } catch {
             guard case .rotationNotApplied(path, "k1", "k2", _) = error else {
                 Issue.record("unexpected \(error)")

@@ -40,3 +40,11 @@ package final class DerivationCache: @unchecked Sendable {
         return derived
     }
 }
+
+extension KeyMaterial {
+    /// Records the page keys derived from this material for a file's salt, so that connections
+    /// opened on that file later key with them without another derivation.
+    package func remember(_ keys: PageKeys, iterations: Int) {
+        _ = derivations.value(salt: keys.salt, iterations: iterations) { keys.keySpec }
+    }
+}

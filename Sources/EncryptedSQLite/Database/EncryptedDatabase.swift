@@ -177,13 +177,13 @@ public final class EncryptedDatabase: @unchecked Sendable {
             if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: opener.options.busyTimeout).open(with: writerKey) {
                 writer = reopened
             }
-            readers?.resume(keyedWith: Self.readerKey(for: writerKey, writer: writer, path: path, logger: logger))
+            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: opener.options))
             throw error
         }
         writer = rotated
         writerKey = keys.current
         currentReport = currentReport.with(rotation: rotation)
-        readers?.resume(keyedWith: Self.readerKey(for: writerKey, writer: writer, path: path, logger: logger))
+        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: opener.options))
         return rotation
     }
 
@@ -215,38 +215,23 @@ public final class EncryptedDatabase: @unchecked Sendable {
         } catch {
             throw .ioFailure(path: path, operation: "switching to WAL mode for concurrent readers", detail: "\(error)")
         }
-        return ReaderPool(path: path, capacity: options.concurrentReaders, key: readerKey(for: key, writer: writer, path: path, logger: options.logger), busyTimeout: options.busyTimeout)
+        return ReaderPool(path: path, capacity: options.concurrentReaders, key: readerKey(for: key, path: path, options: options), busyTimeout: options.busyTimeout)
     }
 
     /// The key for reader connections: the raw key plus salt the probe derived (no further
     /// key derivation), checked to open the file; else the key itself, which then costs a key
     /// derivation per reader.
-    private static func readerKey(for key: ResolvedKey, writer: Connection, path: String, logger: Logger) -> KeyMaterial? {
-        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: .seconds(5))
+    private static func readerKey(for key: ResolvedKey, path: String, options: OpenOptions) -> KeyMaterial? {
+        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: options.busyTimeout)
         let keying = trial.keyingMaterial(for: key, settings: key.cipher)
         guard keying.salt != nil, let material = keying.material,
               (try? trial.open(with: ResolvedKey(id: key.id, material: material, cipher: key.cipher))) != nil
         else {
             if key.material != nil {
-                logger.warning("reader connections will each derive the key: no derived key could be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
+                options.logger.warning("reader connections will each derive the key: no derived key could be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
             }
             return key.material
         }
         return material
     }
-}
-
-/// The result of ``EncryptedDatabase/check(path:keys:busyTimeout:)``.
-public struct KeyCheck: Sendable, Equatable {
-    /// The database path.
-    public let path: String
-    /// The id of the key that opens the file.
-    public let openedWithKeyID: String
-    /// The id of the current key.
-    public let currentKeyID: String
-    /// The keys tried, in order.
-    public let attempts: [OpenReport.KeyAttempt]
-
-    /// `true` when the file is on an older key.
-    public var needsRotation: Bool { openedWithKeyID != currentKeyID }
 }

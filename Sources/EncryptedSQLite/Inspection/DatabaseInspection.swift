@@ -60,7 +60,7 @@ public enum DatabaseInspection {
             return DatabaseState(
                 path: path, bytes: FileSystem.size(of: path) ?? 0, plaintext: key.isPlaintext,
                 openedWithKeyID: key.id, currentKeyID: keys.currentID, needsRotation: !onCurrent,
-                rotationMethod: onCurrent ? nil : DatabaseOpener.plannedMethod(from: key, to: keys.current, strategy: .automatic),
+                rotationMethod: onCurrent ? nil : RotationPlan(from: key, to: keys.current, strategy: .automatic).method,
                 journalMode: try db.journalMode(),
                 pageSize: try db.integerPragma("page_size") ?? 0,
                 pageCount: try db.integerPragma("page_count") ?? 0,
@@ -99,35 +99,28 @@ public enum DatabaseInspection {
         guard case .missing = DatabaseFileKind.inspect(path: target) else { throw .targetExists(path: target) }
         let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
         defer { outcome.connection.close() }
-        let exporter = ExportRotation(path: path, busyTimeout: busyTimeout, verification: .quickCheck, logger: OpenOptions().logger)
-        let facts: ExportRotation.SourceFacts
+        let facts: DatabaseExport.SourceFacts
         do {
             try outcome.connection.execute("BEGIN")  // hold a read snapshot while copying
-            facts = try ExportRotation.SourceFacts(outcome.connection, journalMode: outcome.connection.journalMode())
+            facts = try DatabaseExport.SourceFacts(outcome.connection, journalMode: outcome.connection.journalMode())
         } catch {
             throw .ioFailure(path: path, operation: "reading the database", detail: "\(error)")
         }
-        let files = FileOperations.system
-        let temporary = ExportRotation.temporaryPath(for: target)
-        let lock: LockedNewFile
+        let temporary = RotationTemporaries.newPath(for: target, suffix: RotationTemporaries.exportSuffix)
+        let copy: DurableNewFile
         do {
-            lock = try LockedNewFile(path: temporary, mode: 0o600, ownerOf: nil)
+            copy = try DurableNewFile(temporaryPath: temporary, mode: 0o600, ownerOf: nil, files: .system)
         } catch {
             throw .ioFailure(path: target, operation: "creating a temporary file", detail: error.description)
         }
-        defer {
-            for suffix in ["-journal", "-wal", "-shm", ""] { files.removeIfPresent(temporary + suffix) }
-            lock.unlock()
-        }
+        defer { copy.close() }
         let plaintext = ResolvedKey(id: "plaintext copy", material: nil)
-        try exporter.export(from: outcome.key, to: plaintext, into: temporary, original: facts, restoreWAL: false)
-        try exporter.verify(temporary, key: plaintext, against: facts)
+        let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
+        try exporter.export(from: outcome.key, to: plaintext, into: temporary, original: facts, walMode: false)
+        try exporter.verify(temporary, key: plaintext, against: facts, check: "PRAGMA quick_check")
         do {
-            try files.fsync(temporary)
-            try files.linkWithoutReplacing(temporary, target)
-            files.removeIfPresent(temporary)
-            try files.fsyncDirectory(FileSystem.folder(of: target))
-        } catch where error.code == EEXIST {
+            try copy.publish(as: target, replacing: false)
+        } catch .targetExists {
             throw .targetExists(path: target)
         } catch {
             throw .ioFailure(path: target, operation: "writing the decrypted copy", detail: error.description)

@@ -24,42 +24,32 @@ struct DatabaseCreation {
         guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .fileNotFound(path: path)
         }
-        let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.createSuffix)
         // SQLite treats the empty file as a new database; the lock marks it as ours while we live.
-        let lock: LockedNewFile
+        let file: DurableNewFile
         do {
-            lock = try LockedNewFile(path: temporary, mode: 0o644, ownerOf: nil)
+            file = try DurableNewFile(temporaryPath: RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.createSuffix),
+                                      mode: 0o644, ownerOf: nil, files: files)
         } catch {
-            throw RotationChecks(path: path).error(error, operation: "creating the database")
+            throw EncryptedDatabaseError.from(error, path: path, operation: "creating the database")
         }
-        defer {
-            files.removeIfPresent(temporary)
-            lock.unlock()
-        }
+        defer { file.close() }
         do {
-            let connection = try Connection(path: temporary, access: .readWrite, create: true, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
+            let connection = try Connection(path: file.temporaryPath, access: .readWrite, create: true, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
             // SQLite writes nothing until the first change: make it write page 1 now.
             try connection.execute("PRAGMA user_version = 0")
             try connection.execute("BEGIN IMMEDIATE; CREATE TABLE __encryptedsqlite_init(x); DROP TABLE __encryptedsqlite_init; COMMIT")
             try connection.verifyReadable()
             connection.close()
-        } catch let error as SQLiteError {
-            throw EncryptedDatabaseError.from(error, path: path, operation: "creating the database")
         } catch {
-            throw .ioFailure(path: path, operation: "creating the database", detail: "\(error)")
+            throw EncryptedDatabaseError.from(error, path: path, operation: "creating the database")
         }
         do {
-            try files.fsync(temporary)
-            do {
-                try files.linkWithoutReplacing(temporary, path)
-            } catch where error.code == EEXIST {
-                logger.info("database appeared while it was being created; opening it instead", metadata: ["path": "\(path)"])
-                return false
-            }
-            files.removeIfPresent(temporary)
-            try files.fsyncDirectory(folder)
+            try file.publish(as: path, replacing: false)
+        } catch .targetExists {
+            logger.info("database appeared while it was being created; opening it instead", metadata: ["path": "\(path)"])
+            return false
         } catch {
-            throw RotationChecks(path: path).error(error, operation: "creating the database")
+            throw EncryptedDatabaseError.from(error, path: path, operation: "creating the database")
         }
         logger.info("created encrypted database", metadata: ["path": "\(path)", "key": "\(key.id)"])
         return true

@@ -52,46 +52,16 @@ struct DatabaseOpener {
         return Opened(connection: connection, report: report, key: key)
     }
 
-    /// Rotates an open connection that is keyed with `from` to the current key.
+    /// Rotates an open connection that is keyed with `from` to the current key, with the
+    /// strategies the ``RotationPlan`` chooses.
     func rotate(_ connection: Connection, from: ResolvedKey) throws(EncryptedDatabaseError) -> (Connection, RotationReport) {
         if options.readOnly {
             throw .rotationNeeded(path: path, openedWith: from.id, currentKeyID: keys.currentID)
         }
-        if Self.needsExport(from: from, to: keys.current) {
-            return try ExportRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger, files: options.files)
-                .run(connection: connection, from: from, to: keys.current)
-        }
-        var connection = connection
-        if options.rotationStrategy == .automatic {
-            let pages = PageReencryption(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger,
-                                         files: options.files, workers: min(max(1, options.rotationThreads), OpenOptions.maximumRotationThreads))
-            switch try pages.run(connection: connection, from: from, to: keys.current) {
-            case .rotated(let rotated, let report):
-                return (rotated, report)
-            case .notApplicable(let unchanged, let reason):
-                options.logger.info("rotating with the engine's rekey", metadata: ["path": "\(path)", "reason": "\(reason)"])
-                connection = unchanged
-            }
-        }
-        return try rotator().run(connection: connection, from: from, to: keys.current)
-    }
-
-    /// How a rotation from `from` to `to` will rewrite the file with `strategy`. (A WAL-mode file
-    /// that another connection has open, or a file with a leftover journal, is rotated with the
-    /// engine's rekey instead of the planned page re-encryption; that shows only when it runs.)
-    static func plannedMethod(from: ResolvedKey, to: ResolvedKey, strategy: RotationStrategy) -> RotationMethod {
-        if needsExport(from: from, to: to) { return .export }
-        guard strategy == .automatic, SQLCipherEngine.linked.writesVersion3Pages, SQLCipher3PageFormat(settings: from.cipher) != nil else {
-            return .inPlace
-        }
-        return .pageReencryption
-    }
-
-    /// A plaintext file, a legacy (SQLCipher 1.x/2.x) file, or a change of page size, KDF
-    /// iterations or HMAC needs the export path: an in-place rekey keeps the file's settings
-    /// (and does nothing at all for a plaintext file).
-    static func needsExport(from: ResolvedKey, to: ResolvedKey) -> Bool {
-        from.isPlaintext || !from.writesSameFormat(as: to)
+        let context = RotationContext(
+            path: path, from: from, to: keys.current, busyTimeout: options.busyTimeout, verification: options.verification,
+            logger: options.logger, files: options.files, workers: options.rotationThreads)
+        return try RotationPlan(from: from, to: keys.current, strategy: options.rotationStrategy).run(connection, in: context)
     }
 
     /// Which key opens the file, without writing anything.
@@ -100,9 +70,5 @@ struct DatabaseOpener {
         let outcome = try KeyProbe(keys: keys, trial: trial).run()
         outcome.connection.close()
         return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts)
-    }
-
-    private func rotator() -> InPlaceRotation {
-        InPlaceRotation(path: path, busyTimeout: options.busyTimeout, verification: options.verification, logger: options.logger)
     }
 }

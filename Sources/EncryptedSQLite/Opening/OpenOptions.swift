@@ -21,8 +21,12 @@ public struct OpenOptions: Sendable {
     public var rotationStrategy: RotationStrategy
     /// How many threads a page re-encryption uses for its cryptography: by default one per active
     /// processor. Lower it to leave cores to other work (a server rotating tenant databases).
-    /// Used within 1...``maximumRotationThreads`` (each thread holds about 1 MiB of buffers).
-    public var rotationThreads: Int
+    /// Kept within 1...``maximumRotationThreads`` (each thread holds about 1 MiB of buffers).
+    public var rotationThreads: Int {
+        get { boundedRotationThreads }
+        set { boundedRotationThreads = min(max(1, newValue), Self.maximumRotationThreads) }
+    }
+    private var boundedRotationThreads = 1
 
     /// The most threads one page re-encryption uses, whatever ``rotationThreads`` says.
     public static let maximumRotationThreads = 256
@@ -53,42 +57,12 @@ public struct OpenOptions: Sendable {
         self.busyTimeout = busyTimeout
         self.verification = verification
         self.rotationStrategy = rotationStrategy
-        self.rotationThreads = min(max(1, rotationThreads), Self.maximumRotationThreads)
         self.concurrentReaders = concurrentReaders
         self.logger = logger
+        self.rotationThreads = rotationThreads
     }
 
     /// The file-system operations rotations use; tests replace them to inject failures or to
     /// simulate a power cut.
     var files: FileOperations = .system
-}
-
-/// How a key-only rotation (same cipher settings, new key) rewrites the file.
-public enum RotationStrategy: String, Sendable, Codable, CaseIterable {
-    /// The library re-encrypts the pages itself, in parallel, in place, under the database's
-    /// EXCLUSIVE lock and a rollback journal in SQLite's format, when the file allows it (HMAC on;
-    /// rollback-journal mode, or WAL mode with no other connection); otherwise the engine's rekey.
-    case automatic
-    /// Always SQLCipher's own `sqlite3_rekey`, in place, one page at a time (several times slower;
-    /// works alongside other connections in WAL mode).
-    case engineRekey
-}
-
-/// What a rotation checks before it reports success.
-public enum RotationVerification: String, Sendable, Codable, CaseIterable {
-    /// The schema can be read on a fresh connection with the new key (proves the key; cheap).
-    case schema
-    /// As `schema`, and every page of the file is read back from disk and authenticated with the
-    /// new key's HMAC, as SQLCipher checks it on every read: proves that every page was rewritten
-    /// for the new key and reached the file intact, at a fraction of `quickCheck`'s cost. Done
-    /// before the rotation commits, so a failure rolls it back. The default. For rotations the
-    /// library does not rewrite itself (the engine's rekey, the export path), `quickCheck` runs
-    /// instead.
-    case pages
-    /// `PRAGMA quick_check` by the engine on a fresh connection with the new key: every page of
-    /// every table and index is read and authenticated, and the b-tree structure checked (linear
-    /// in the file size; several times the cost of `pages`).
-    case quickCheck
-    /// `PRAGMA integrity_check`: as `quickCheck`, plus index consistency (slowest).
-    case integrityCheck
 }

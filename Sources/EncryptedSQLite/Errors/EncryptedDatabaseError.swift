@@ -1,6 +1,7 @@
 import Foundation
 import SQLCipherConnection
 import CipherFormats
+import DurableFiles
 import DatabaseMigrations
 import KeyConfiguration
 
@@ -137,14 +138,32 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
 }
 
 extension EncryptedDatabaseError {
-    /// Maps a SQLite failure during `operation` to the matching case.
-    static func from(_ error: SQLiteError, path: String, operation: String) -> EncryptedDatabaseError {
-        switch error.code.primary {
-        case .busy, .locked: return .busy(path: path, detail: error.message)
-        case .readOnly: return .readOnly(path: path, reason: error.message)
-        case .permission, .cannotOpen: return .permissionDenied(path: path, reason: error.message)
-        case .full: return .diskFull(path: path, detail: error.message)
-        default: return .ioFailure(path: path, operation: operation, detail: error.description)
+    /// Maps a failure during `operation` on the database at `path` to the matching case: the one
+    /// place where SQLite result codes and `errno` values become these errors. An
+    /// `EncryptedDatabaseError` passes through unchanged.
+    static func from(_ error: any Error, path: String, operation: String) -> EncryptedDatabaseError {
+        switch error {
+        case let error as EncryptedDatabaseError:
+            return error
+        case let error as SQLiteError:
+            switch error.code.primary {
+            case .busy, .locked: return .busy(path: path, detail: error.message)
+            case .readOnly: return .readOnly(path: path, reason: error.message)
+            case .permission, .cannotOpen: return .permissionDenied(path: path, reason: error.message)
+            case .full: return .diskFull(path: path, detail: error.message)
+            default: return .ioFailure(path: path, operation: operation, detail: error.description)
+            }
+        case let error as FileSystemError:
+            switch error.code {
+            case ENOSPC, EDQUOT, EFBIG: return .diskFull(path: path, detail: "\(operation): \(error.description)")
+            case EACCES, EPERM, EROFS: return .readOnly(path: path, reason: "\(operation): \(error.description)")
+            default: return .ioFailure(path: path, operation: operation, detail: error.description)
+            }
+        case let error as PublishFailure:
+            if let failure = error.fileSystemError { return from(failure, path: path, operation: operation) }
+            return .ioFailure(path: path, operation: operation, detail: "a file appeared under the name it was to be given")
+        default:
+            return .ioFailure(path: path, operation: operation, detail: "\(error)")
         }
     }
 }

@@ -1,0 +1,60 @@
+import CipherFormats
+import KeyConfiguration
+import SQLCipherConnection
+
+/// One attempt to open a file with one key, on a fresh connection.
+struct KeyTrial {
+    let path: String
+    let access: Connection.AccessMode
+    let busyTimeout: Duration
+
+    /// The connection when `key` opens the file (a schema read succeeds), `nil` when SQLite says
+    /// the key is wrong. Other failures (busy, I/O, permissions) are thrown: they say nothing
+    /// about the key.
+    func open(with key: ResolvedKey) throws(EncryptedDatabaseError) -> Connection? {
+        try find(key)?.connection
+    }
+
+    /// Like ``open(with:)``, trying each of the key's settings (two for a legacy key); also
+    /// returns the key with the settings that opened the file.
+    func find(_ key: ResolvedKey) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
+        for settings in key.settingsToTry {
+            let keying = keyingMaterial(for: key, settings: settings)
+            if let connection = try attempt(key, keying.material, settings) {
+                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy))
+            }
+            // A derived key goes with the salt it was derived for: if the file changed under us
+            // (replaced by a rotation elsewhere), derive again rather than call the key wrong.
+            if let salt = keying.salt, let fresh = DerivedKey.salt(ofFileAt: path), fresh != salt,
+               let connection = try attempt(key, keyingMaterial(for: key, settings: settings).material, settings) {
+                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy))
+            }
+        }
+        return nil
+    }
+
+    /// What to key the connection with: for a key of the current (3.x) format, the raw key plus
+    /// salt derived once per material and file, so that the derivation is paid once per process
+    /// (probe, verification and reader connections share it); else the material itself.
+    func keyingMaterial(for key: ResolvedKey, settings: CipherSettings) -> (material: KeyMaterial?, salt: [UInt8]?) {
+        guard let material = key.material, !key.legacy, let salt = DerivedKey.salt(ofFileAt: path),
+              let iterations = settings.effective.kdfIterations,
+              let derived = material.derived(forSalt: salt, iterations: iterations)
+        else { return (key.material, nil) }
+        return (derived, salt)
+    }
+
+    private func attempt(_ key: ResolvedKey, _ material: KeyMaterial?, _ settings: CipherSettings) throws(EncryptedDatabaseError) -> Connection? {
+        do {
+            let connection = try Connection(path: path, access: access, key: material, cipher: settings, busyTimeout: busyTimeout)
+            try connection.verifyReadable()
+            return connection
+        } catch let error as SQLiteError where error.code.primary == .notADatabase {
+            return nil
+        } catch let error as SQLiteError {
+            throw EncryptedDatabaseError.from(error, path: path, operation: "opening with key \"\(key.id)\"")
+        } catch {
+            throw .ioFailure(path: path, operation: "opening with key \"\(key.id)\"", detail: "\(error)")
+        }
+    }
+}

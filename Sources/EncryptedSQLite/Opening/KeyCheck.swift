@@ -1,0 +1,14 @@
+/// The result of ``EncryptedDatabase/check(path:keys:busyTimeout:)``.
+public struct KeyCheck: Sendable, Equatable {
+    /// The database path.
+    public let path: String
+    /// The id of the key that opens the file.
+    public let openedWithKeyID: String
+    /// The id of the current key.
+    public let currentKeyID: String
+    /// The keys tried, in order.
+    public let attempts: [OpenReport.KeyAttempt]
+
+    /// `true` when the file is on an older key.
+    public var needsRotation: Bool { openedWithKeyID != currentKeyID }
+}

@@ -1,0 +1,80 @@
+import SQLCipherConnection
+
+/// Rotates a database in place with SQLCipher's own `sqlite3_rekey`, in one SQLite write
+/// transaction, then proves the result on a fresh connection: the fallback for key-only rotations
+/// that page re-encryption declines, and the strategy ``RotationStrategy/engineRekey`` asks for.
+///
+/// `sqlite3_rekey` can report success and change nothing (read-only handle, I/O failure, full
+/// disk, lock not obtained), so this strategy checks what it can before (write access, space,
+/// lock) and trusts only a fresh connection afterwards, falling back to proving that the old key
+/// still opens the file.
+struct EngineRekey: Rotation {
+    var method: RotationMethod { .inPlace }
+
+    func rotate(_ connection: Connection, in context: RotationContext) throws(EncryptedDatabaseError) -> RotationResult {
+        guard let key = context.to.material else {
+            // The plan sends every change to or from plaintext through the export path.
+            return .declined(connection, reason: "the engine's rekey cannot write an unencrypted file")
+        }
+        let start = Stopwatch()
+        defer { connection.close() }
+        let journalMode = try context.step("reading the journal mode") { try connection.journalMode() }
+        let bytes = context.fileSize
+        try context.requireWritable(connection)
+        // The journal (or WAL) grows to about the size of the database.
+        try context.requireSpace(bytes: bytes, for: "the rotation's journal")
+        // Wait (up to the busy timeout) until no other connection writes or reads, so that a lock
+        // conflict is reported as busy instead of as a rekey that silently did nothing.
+        try context.step("locking the database for rotation") {
+            try connection.execute("BEGIN EXCLUSIVE")
+            try connection.execute("COMMIT")
+        }
+
+        context.logger.notice("rotating database key", metadata: [
+            "path": "\(context.path)", "from": "\(context.from.id)", "to": "\(context.to.id)", "journal_mode": "\(journalMode)", "bytes": "\(bytes)",
+        ])
+        let rekeyTime = Stopwatch()
+        let outcome = connection.rekey(to: key)
+        if journalMode == "wal" {
+            // Move the re-encrypted pages from the WAL into the database file. A checkpoint that
+            // cannot finish (a reader holds an old snapshot) is not an error: the WAL is valid.
+            _ = try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        let rekeyDuration = rekeyTime.elapsed
+        // Closing rolls back whatever SQLCipher may have left open after a swallowed failure.
+        connection.close()
+        guard outcome.reportedSuccess else {
+            throw .rotationNotApplied(path: context.path, fromKeyID: context.from.id, toKeyID: context.to.id, detail: "sqlite3_rekey returned \(outcome.code): \(outcome.message)")
+        }
+
+        let verifyTime = Stopwatch()
+        let verified = try verify(in: context, detail: outcome.message)
+        let report = context.report(method: method, journalMode: journalMode, bytes: bytes, rewrite: rekeyDuration, verify: verifyTime.elapsed, since: start)
+        context.logger.notice("rotated database key", metadata: [
+            "path": "\(context.path)", "from": "\(context.from.id)", "to": "\(context.to.id)",
+            "rekey_ms": "\(Int(rekeyDuration.milliseconds))", "verify_ms": "\(Int(report.verifyDuration.milliseconds))",
+        ])
+        return .rotated(verified, report)
+    }
+
+    /// Opens a fresh connection with the new key and runs the configured check. When the new key
+    /// does not open the file, proves that the old key still does and reports that nothing changed.
+    func verify(in context: RotationContext, detail: String) throws(EncryptedDatabaseError) -> Connection {
+        let (path, from, to) = (context.path, context.from, context.to)
+        guard let connection = try context.openFresh(with: to) else {
+            if try context.openFresh(with: from) != nil {
+                throw .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: to.id, detail: "SQLCipher reported success but the file is still on the old key (\(detail))")
+            }
+            throw .verificationFailed(path: path, keyID: to.id, detail: "neither the new nor the old key opens the file after the rotation")
+        }
+        guard let check = context.engineCheck(pagesAuthenticated: false) else { return connection }
+        let problems: String?
+        do {
+            problems = try context.problems(running: check, on: connection)
+        } catch {
+            throw .verificationFailed(path: path, keyID: to.id, detail: "\(check) failed: \(error)")
+        }
+        if let problems { throw .verificationFailed(path: path, keyID: to.id, detail: problems) }
+        return connection
+    }
+}

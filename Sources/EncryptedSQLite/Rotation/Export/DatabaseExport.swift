@@ -1,0 +1,120 @@
+import CipherFormats
+import Foundation
+import KeyConfiguration
+import SQLCipherConnection
+
+/// Copies a database into a new file with another key and/or other cipher settings through
+/// SQLCipher's `sqlcipher_export`, and checks the copy against facts recorded from the original:
+/// the copying step of the export path (``ExportRotation``) and of the inspection tools' decrypted
+/// copies.
+struct DatabaseExport {
+    /// The original database.
+    let path: String
+    let busyTimeout: Duration
+
+    /// The schema name of the new file while it is attached.
+    static let schema = "rekey_export"
+
+    /// What the new file must reproduce.
+    struct SourceFacts {
+        let journalMode: String
+        let userVersion: Int32
+        let applicationID: Int32
+        let autoVacuum: Int
+        let pageSize: Int
+        let schema: [String]
+        let rowCounts: [String: Int64]
+
+        init(_ connection: Connection, journalMode: String) throws {
+            self.journalMode = journalMode
+            userVersion = try connection.userVersion()
+            applicationID = try connection.applicationID()
+            autoVacuum = try connection.queryValue("PRAGMA auto_vacuum", as: Int.self) ?? 0
+            pageSize = try connection.integerPragma("page_size") ?? 4096
+            (schema, rowCounts) = try Self.content(connection)
+        }
+
+        /// Every schema object (type, name, table, SQL) and the row count of every table.
+        static func content(_ connection: Connection) throws -> ([String], [String: Int64]) {
+            let objects = try connection.query("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_autoindex_%' ORDER BY type, name")
+            var schema: [String] = []
+            var counts: [String: Int64] = [:]
+            for object in objects {
+                let type = try object.get("type", as: String.self)
+                let name = try object.get("name", as: String.self)
+                let table = try object.get("tbl_name", as: String.self)
+                let sql = try object.get("sql", as: String?.self) ?? ""
+                schema.append("\(type)|\(name)|\(table)|\(sql)")
+                if type == "table" && !sql.uppercased().hasPrefix("CREATE VIRTUAL TABLE") {
+                    counts[name] = try connection.queryValue("SELECT count(*) FROM \"\(name.replacingOccurrences(of: "\"", with: "\"\""))\"", as: Int64.self) ?? 0
+                }
+            }
+            return (schema, counts)
+        }
+    }
+
+    /// Exports the database, read with `from`, into the new file `temporary` keyed with `to` (unencrypted
+    /// when `to` has no material), carrying over what `sqlcipher_export` does not copy; the copy is
+    /// put in WAL mode when `walMode` is set.
+    /// - Throws: ``EncryptedDatabaseError``.
+    func export(from: ResolvedKey, to: ResolvedKey, into temporary: String, original: SourceFacts, walMode: Bool) throws(EncryptedDatabaseError) {
+        do {
+            let exporter = try Connection(path: path, access: .readWrite, key: from.material, cipher: from.cipher, busyTimeout: busyTimeout)
+            defer { exporter.close() }
+            try exporter.attach(path: temporary, as: Self.schema, key: to.material, settings: to.cipher)
+            if to.material == nil {
+                try exporter.execute("PRAGMA \(Self.schema).page_size = \(original.pageSize)")
+            }
+            try exporter.execute("PRAGMA \(Self.schema).auto_vacuum = \(original.autoVacuum)")
+            try exporter.execute("BEGIN")
+            _ = try exporter.queryValue("SELECT sqlcipher_export('\(Self.schema)')", as: String.self)
+            try exporter.execute("PRAGMA \(Self.schema).user_version = \(original.userVersion)")
+            try exporter.execute("PRAGMA \(Self.schema).application_id = \(original.applicationID)")
+            try exporter.execute("COMMIT")
+            try exporter.detach(Self.schema)
+            if walMode {
+                // Put the new file in WAL mode on its own connection; closing it removes its WAL.
+                let walSetter = try Connection(path: temporary, access: .readWrite, key: to.material, cipher: to.cipher, busyTimeout: busyTimeout)
+                _ = try walSetter.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+                walSetter.close()
+            }
+        } catch {
+            throw EncryptedDatabaseError.from(error, path: path, operation: "exporting into \(temporary)")
+        }
+    }
+
+    /// Opens the temporary on a fresh connection with the new key and compares it with the original.
+    /// Opens the copy on a fresh connection with its key and checks it: `check` (a PRAGMA, or
+    /// none), then the same schema, row count in every table, `user_version`, `application_id` and
+    /// page size as recorded from the original.
+    /// - Throws: ``EncryptedDatabaseError/verificationFailed(path:keyID:detail:)``.
+    func verify(_ temporary: String, key: ResolvedKey, against original: SourceFacts, check: String?) throws(EncryptedDatabaseError) {
+        func fail(_ detail: String) -> EncryptedDatabaseError {
+            .verificationFailed(path: path, keyID: key.id, detail: "the exported copy \(detail); the original was left in place")
+        }
+        do {
+            // Read-write so that closing it removes the WAL and shared-memory files of a WAL-mode copy.
+            let copy = try Connection(path: temporary, access: .readWrite, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
+            defer { copy.close() }
+            try copy.verifyReadable()
+            if let check {
+                let result = try copy.query(check).compactMap { try $0.get(0, as: String?.self) }
+                guard result == ["ok"] else { throw fail("failed \(check): \(result.prefix(3).joined(separator: "; "))") }
+            }
+            let (schema, counts) = try SourceFacts.content(copy)
+            guard schema == original.schema else { throw fail("has a different schema") }
+            guard counts == original.rowCounts else { throw fail("has different row counts") }
+            guard try copy.userVersion() == original.userVersion, try copy.applicationID() == original.applicationID else {
+                throw fail("has a different user_version or application_id")
+            }
+            if key.material != nil, let size = key.cipher.effective.pageSize,
+               let actual = try copy.integerPragma("cipher_page_size"), actual != size {
+                throw fail("has page size \(actual) instead of \(size)")
+            }
+        } catch let error as EncryptedDatabaseError {
+            throw error
+        } catch {
+            throw fail("could not be checked: \(error)")
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import DurableFiles
+import Foundation
+import SQLCipherConnection
+
+/// Rewrites a database into a new file with another key and/or other cipher settings, verifies
+/// the new file, and swaps it in atomically: the strategy for encrypting a plaintext file,
+/// upgrading a SQLCipher 1.x/2.x file, and changing `kdf_iter`, page size or HMAC, none of which
+/// an in-place rewrite can do.
+///
+/// The connection that opened the file holds the database's write lock (`BEGIN IMMEDIATE`) until
+/// the swap is done. A WAL-mode file is first switched to rollback-journal mode, which SQLite
+/// allows only when no other connection has it open (otherwise
+/// ``EncryptedDatabaseError/busy(path:detail:)``); the new file is put back in WAL mode. The copy
+/// (``DatabaseExport``) is written under a temporary name, verified, and published over the
+/// original (``DurableNewFile``). Why this keeps the file intact through a crash, and what it
+/// means for other processes that have the file open, is explained in the Key Rotation article.
+struct ExportRotation: Rotation {
+    var method: RotationMethod { .export }
+
+    func rotate(_ connection: Connection, in context: RotationContext) throws(EncryptedDatabaseError) -> RotationResult {
+        let start = Stopwatch()
+        let path = context.path
+        defer { connection.close() }
+        let bytes = context.fileSize
+        try context.requireWritable(connection)
+        // The new file is about as large as the original (larger with a bigger HMAC overhead).
+        try context.requireSpace(bytes: bytes + bytes / 16, for: "the new copy")
+
+        let journalMode = try context.step("reading the journal mode") { try connection.journalMode() }
+        let wal = try context.leaveWAL(connection)
+        if case .heldByAnotherConnection = wal {
+            throw .busy(path: path, detail: "the file is in WAL mode and another connection has it open; close other connections before encrypting or changing cipher settings")
+        }
+        let leftWAL = wal == .left
+        var swapped = false
+        defer {
+            if !swapped {
+                if leftWAL {
+                    context.restoreWAL(connection)
+                } else if !connection.isAutocommit {
+                    try? connection.execute("ROLLBACK")
+                }
+            }
+        }
+        try context.step("locking the database for the export") { try connection.execute("BEGIN IMMEDIATE") }
+        // Read under the lock: nothing can change between these facts and the export.
+        let original = try context.step("reading the database's settings") { try DatabaseExport.SourceFacts(connection, journalMode: journalMode) }
+
+        context.logger.notice("rewriting database through an export", metadata: [
+            "path": "\(path)", "from": "\(context.from.id)", "to": "\(context.to.id)", "settings": "\(context.to.cipher)", "bytes": "\(bytes)",
+        ])
+        let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.exportSuffix)
+        let copy: DurableNewFile
+        do {
+            copy = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.permissions(of: path) ?? 0o600, ownerOf: path, files: context.files)
+        } catch {
+            throw .ioFailure(path: path, operation: "creating the temporary \(temporary)", detail: error.description)
+        }
+        defer { copy.close() }
+
+        let exporter = DatabaseExport(path: path, busyTimeout: context.busyTimeout)
+        let exportTime = Stopwatch()
+        try exporter.export(from: context.from, to: context.to, into: temporary, original: original, walMode: leftWAL)
+        let exportDuration = exportTime.elapsed
+
+        let verifyTime = Stopwatch()
+        try exporter.verify(temporary, key: context.to, against: original, check: context.engineCheck(pagesAuthenticated: false))
+        let verifyDuration = verifyTime.elapsed
+
+        // No side file of the copy may follow it to the original's name.
+        for suffix in ["-journal", "-wal", "-shm"] where FileManager.default.fileExists(atPath: temporary + suffix) {
+            throw .ioFailure(path: path, operation: "swapping in the exported file", detail: "the copy still has a \(suffix) file; the original was left in place")
+        }
+        do {
+            try copy.publish(as: path, replacing: true)
+            swapped = true
+        } catch .folderNotSynced(let error) {
+            // The rename happened; only the folder's flush failed. The new file is in place.
+            swapped = true
+            context.logger.warning("folder fsync failed after the swap", metadata: ["path": "\(path)", "error": "\(error)"])
+        } catch {
+            throw .ioFailure(path: path, operation: "swapping in the exported file", detail: error.description)
+        }
+        connection.close()  // releases the lock, held on the old file until now
+        copy.close()
+
+        let opened: Connection
+        do {
+            opened = try Connection(path: path, access: .readWrite, key: context.to.material, cipher: context.to.cipher, busyTimeout: context.busyTimeout)
+            try opened.verifyReadable()
+        } catch {
+            throw .verificationFailed(path: path, keyID: context.to.id, detail: "the swapped-in file did not open: \(error)")
+        }
+        let report = context.report(method: method, journalMode: original.journalMode, bytes: bytes, rewrite: exportDuration, verify: verifyDuration, since: start)
+        context.logger.notice("rewrote database through an export", metadata: [
+            "path": "\(path)", "from": "\(context.from.id)", "to": "\(context.to.id)",
+            "export_ms": "\(Int(exportDuration.milliseconds))", "verify_ms": "\(Int(verifyDuration.milliseconds))",
+        ])
+        return .rotated(opened, report)
+    }
+}

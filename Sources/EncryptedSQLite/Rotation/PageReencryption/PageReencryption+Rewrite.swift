@@ -1,0 +1,116 @@
+import COpenSSLCrypto
+import CipherFormats
+import DurableFiles
+import Foundation
+import SQLCipherConnection
+
+/// Phase C of a page re-encryption: every page rewritten for the new key, then read back and
+/// authenticated.
+extension PageReencryption {
+    /// Decrypts every page with the old key and encrypts it with the new one (fresh IVs, the same
+    /// salt in page 1), writing each chunk back in place; then syncs the file.
+    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, ``PageFailure`` for a page that does
+    ///   not authenticate or OpenSSL failing.
+    func rewritePages(_ prepared: Prepared, in context: RotationContext) throws {
+        let format = prepared.format
+        let database = prepared.database
+        let (oldKeys, newKeys) = (prepared.oldKeys, prepared.newKeys)
+        do {
+            try chunks(prepared).forEach(workers: context.workers, makeState: { () throws -> RewriteState in
+                guard let old = PageCipher(keys: oldKeys, format: format), let new = PageCipher(keys: newKeys, format: format) else {
+                    throw PageFailure(detail: "OpenSSL could not set up the page cipher")
+                }
+                let pages = chunkPages(format)
+                return RewriteState(old: old, new: new, stored: PageBuffer(count: pages * format.pageSize), plain: PageBuffer(count: format.pageSize),
+                                    random: PageBuffer(count: pages * format.reserve))
+            }, work: { state, first, count in
+                let size = format.pageSize
+                let stored = state.stored.prefix(count * size)
+                let offset = Int64(first - 1) * Int64(size)
+                guard try database.read(into: stored, at: offset) == stored.count else {
+                    throw FileSystemError.failed(operation: "read \(context.path): the file is shorter than its page count", errno: EIO)
+                }
+                guard RAND_bytes(state.random.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count * format.reserve)) == 1 else {
+                    throw PageFailure(detail: "OpenSSL's random generator failed")
+                }
+                for index in 0..<count {
+                    let number = first + UInt32(index)
+                    let page = UnsafeMutableRawBufferPointer(rebasing: stored[(index * size)..<((index + 1) * size)])
+                    if number == format.lockBytePage || PageCipher.isAllZeros(UnsafeRawBufferPointer(page)) { continue }
+                    guard state.old.decrypt(UnsafeRawBufferPointer(page), number: number, into: state.plain.bytes) else {
+                        throw PageFailure(detail: "page \(number) does not authenticate with the old key: the file is damaged")
+                    }
+                    let random = UnsafeRawBufferPointer(rebasing: state.random.bytes[(index * format.reserve)..<((index + 1) * format.reserve)])
+                    guard state.new.encrypt(UnsafeRawBufferPointer(state.plain.bytes), number: number, salt: newKeys.salt, random: random, into: page) else {
+                        throw PageFailure(detail: "OpenSSL failed to encrypt page \(number)")
+                    }
+                }
+                try database.write(UnsafeRawBufferPointer(stored), at: offset)
+            })
+            try database.synchronize()
+        } catch let error as FileSystemError {
+            throw EncryptedDatabaseError.from(error, path: context.path, operation: "rewriting pages for the new key")
+        }
+    }
+
+    /// One worker's ciphers and buffers for ``rewritePages(_:in:)``.
+    private struct RewriteState {
+        let old: PageCipher
+        let new: PageCipher
+        let stored: PageBuffer
+        let plain: PageBuffer
+        let random: PageBuffer
+    }
+
+    /// Reads every page back from the file and checks its HMAC with the new key.
+    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, ``PageFailure`` for a page that does
+    ///   not authenticate.
+    func authenticatePages(_ prepared: Prepared, in context: RotationContext) throws {
+        do {
+            try PageAuthentication(file: prepared.database, format: prepared.format, keys: prepared.newKeys, pageCount: prepared.pageCount,
+                                   chunkPages: chunkPages(prepared.format), workers: context.workers).run()
+        } catch let error as FileSystemError {
+            throw EncryptedDatabaseError.from(error, path: context.path, operation: "reading pages back for verification")
+        }
+    }
+
+    /// Releases the lock with the journal hot, lets SQLite roll the file back on a fresh
+}
+
+/// A page-level failure (authentication, OpenSSL) with a description that holds no key material.
+struct PageFailure: Error {
+    let detail: String
+}
+
+/// Reads every page of a file and checks its HMAC with one set of keys, on several threads.
+struct PageAuthentication {
+    let file: any RandomAccessFile
+    let format: SQLCipher3PageFormat
+    let keys: PageKeys
+    let pageCount: UInt32
+    let chunkPages: Int
+    let workers: Int
+
+    /// Throws ``PageFailure`` naming the first page that does not authenticate, or the read error.
+    func run() throws {
+        let (file, format, keys) = (file, format, keys)
+        try PageChunks(pageCount: pageCount, chunkPages: chunkPages).forEach(workers: workers, makeState: { () throws -> (PageCipher, PageBuffer) in
+            guard let cipher = PageCipher(keys: keys, format: format) else { throw PageFailure(detail: "OpenSSL could not set up the page cipher") }
+            return (cipher, PageBuffer(count: chunkPages * format.pageSize))
+        }, work: { state, first, count in
+            let size = format.pageSize
+            let stored = state.1.prefix(count * size)
+            guard try file.read(into: stored, at: Int64(first - 1) * Int64(size)) == stored.count else {
+                throw FileSystemError.failed(operation: "read \(file.path): the file is shorter than its page count", errno: EIO)
+            }
+            for index in 0..<count {
+                let number = first + UInt32(index)
+                guard number != format.lockBytePage else { continue }
+                let page = UnsafeRawBufferPointer(rebasing: stored[(index * size)..<((index + 1) * size)])
+                guard state.0.authenticates(page, number: number) else {
+                    throw PageFailure(detail: "page \(number) of \(file.path) does not authenticate with the new key")
+                }
+            }
+        })
+    }
+}
