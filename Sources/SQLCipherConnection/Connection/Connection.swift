@@ -182,28 +182,6 @@ public final class Connection {
         }
     }
 
-    /// Runs a query and returns all of its rows.
-    /// - Throws: ``SQLiteError`` or ``StatementError``.
-    public func query(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> [Row] {
-        try prepare(sql).fetchAll(arguments)
-    }
-
-    /// Runs a query and returns its first row, or `nil` when it returns none.
-    /// - Throws: ``SQLiteError`` or ``StatementError``.
-    public func queryOne(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> Row? {
-        try prepare(sql).fetchOne(arguments)
-    }
-
-    /// Runs a query and returns the first column of its first row converted to `T`, or `nil`
-    /// when there is no row or the value is `NULL`.
-    /// - Throws: ``SQLiteError``, or ``StatementError`` when the value does not convert.
-    public func queryValue<T: DatabaseValueConvertible>(
-        _ sql: String, _ arguments: StatementArguments = StatementArguments(), as type: T.Type = T.self
-    ) throws -> T? {
-        guard let row = try queryOne(sql, arguments) else { return nil }
-        return try row.get(0, as: T?.self)
-    }
-
     // MARK: State
 
     /// The rowid of the most recent successful `INSERT` on this connection.
@@ -254,17 +232,6 @@ public final class Connection {
 
     package func error(code: Int32, sql: String?) -> SQLiteError {
         SQLiteError.from(handle: handle, code: code, sql: sql)
-    }
-}
-
-extension Statement {
-    static func checkNoArguments(_ arguments: StatementArguments, sql: String) throws {
-        switch arguments.storage {
-        case .positional(let values):
-            throw StatementError.argumentCountMismatch(expected: 0, given: values.count, sql: sql)
-        case .named(let values):
-            throw StatementError.unusedNamedArgument(name: values.keys.sorted().first ?? "", sql: sql)
-        }
     }
 }
 

@@ -10,18 +10,6 @@ extension Row {
     }
 }
 
-extension Connection {
-    /// Runs a query and decodes every row into `T` (see ``Row/decode(_:)``), reading the columns
-    /// in place: no ``Row`` is built, and each coding key's column is looked up once per query.
-    /// - Throws: ``SQLiteError``, ``StatementError``, or `DecodingError`.
-    @inlinable
-    public func query<T: Decodable>(_ type: T.Type, _ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> [T] {
-        let statement = try cachedStatement(sql)
-        try statement.bind(arguments)
-        return try statement.mapRows { try $0.decode(T.self) }
-    }
-}
-
 /// Which column each name a statement's rows were asked for is (by ``StatementRow`` getters and
 /// by decoding), remembered across rows.
 ///
