@@ -1,0 +1,64 @@
+import CipherFormats
+
+extension KeysFile {
+    /// The key a key entry describes, after checking it: exactly one source, `format` only with
+    /// `env` and `file` (and `binary` only with `file`), `plaintext` only as `true` and without
+    /// cipher settings, and `env` holding a variable's name, never a key.
+    /// - Parameters:
+    ///   - key: The entry as decoded.
+    ///   - index: The position of its database entry in the file, for messages.
+    ///   - database: The database path as written, for messages.
+    ///   - keysFile: The Keys file's path, for messages.
+    ///   - baseDirectory: The folder a relative key-file path is taken from.
+    /// - Throws: ``KeyConfigurationError/keySourceCount(keyID:database:sources:keysFile:)`` or
+    ///   ``KeyConfigurationError/keysFileInvalid(path:location:problem:)``.
+    static func databaseKey(
+        from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String
+    ) throws(KeyConfigurationError) -> DatabaseKey {
+        let sources = key.presentSources
+        guard sources.count == 1 else {
+            throw .keySourceCount(keyID: key.id, database: database, sources: sources, keysFile: keysFile)
+        }
+        let location = "databases[\(index)], key \"\(key.id)\""
+        if key.format != nil && key.env == nil && key.file == nil {
+            throw .keysFileInvalid(path: keysFile, location: location, problem: "format applies to env and file keys only")
+        }
+        if key.plaintext == false {
+            throw .keysFileInvalid(path: keysFile, location: location, problem: "plaintext may only be true (leave it out for an encrypted key)")
+        }
+        if key.plaintext == true && (key.cipher != nil || key.legacy != nil) {
+            throw .keysFileInvalid(path: keysFile, location: location, problem: "a plaintext entry has no cipher settings and is not legacy")
+        }
+        let format = key.format ?? .passphrase
+        let source: KeySource
+        if key.plaintext == true {
+            source = .plaintext
+        } else if let passphrase = key.passphrase {
+            source = .passphrase(passphrase)
+        } else if let hex = key.hex {
+            source = .hex(hex)
+        } else if let variable = key.env {
+            guard format != .binary else {
+                throw .keysFileInvalid(path: keysFile, location: location, problem: "format binary applies to key files only")
+            }
+            guard Self.isEnvironmentVariableName(variable) else {
+                // Never echoed: a key pasted here by mistake must not end up in a message.
+                throw .keysFileInvalid(path: keysFile, location: location, problem: "env must be the NAME of an environment variable (letters, digits and _, not starting with a digit; the value given is not shown, in case it is the key itself); put the key in that variable, or use passphrase: or hex: for a key written here")
+            }
+            source = .environment(variable: variable, format: format)
+        } else {
+            source = .file(path: Self.absolute(key.file ?? "", base: baseDirectory), format: format)
+        }
+        return DatabaseKey(id: key.id, source: source, cipher: key.cipher?.settings ?? .engineDefault, legacy: key.legacy ?? false)
+    }
+
+    /// `true` for a portable environment variable name: letters, digits and `_`, not starting with
+    /// a digit, and not 64 hex digits (a raw key pasted in the place of a name).
+    static func isEnvironmentVariableName(_ name: String) -> Bool {
+        let scalars = name.unicodeScalars
+        guard let first = scalars.first, !("0"..."9").contains(first) else { return false }
+        let valid = scalars.allSatisfy { $0 == "_" || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
+        let looksLikeHexKey = scalars.count == 64 && scalars.allSatisfy { ("a"..."f").contains($0) || ("A"..."F").contains($0) || ("0"..."9").contains($0) }
+        return valid && !looksLikeHexKey
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+extension KeysFile.Entry {
+    /// `true` when this entry names `absolutePath`, whose ``KeysFile/canonical(_:)`` form is
+    /// `canonical` (equal path, or matched by the pattern).
+    func names(_ absolutePath: String, canonical: String) -> Bool {
+        guard isPattern else { return KeysFile.canonical(path) == canonical }
+        return fnmatch(path, absolutePath, FNM_PATHNAME) == 0 || fnmatch(path, canonical, FNM_PATHNAME) == 0
+    }
+}
+
+extension KeysFile {
+    /// `true` when `path` is a glob pattern: it holds `*`, `?` or `[`.
+    static func isPattern(_ path: String) -> Bool {
+        path.contains { $0 == "*" || $0 == "?" || $0 == "[" }
+    }
+
+    /// The regular files matching `pattern`, sorted; never hidden files (temporaries start with a dot).
+    static func expand(_ pattern: String) -> [String] {
+        var result = glob_t()
+        defer { globfree(&result) }
+        guard glob(pattern, 0, nil, &result) == 0 else { return [] }
+        var paths: [String] = []
+        for index in 0..<Int(result.gl_pathc) {
+            guard let cPath = result.gl_pathv[index] else { continue }
+            let path = String(cString: cPath)
+            var status = stat()
+            guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard !(path.hasSuffix("-journal") || path.hasSuffix("-wal") || path.hasSuffix("-shm")) else { continue }
+            paths.append(path)
+        }
+        return paths.sorted()
+    }
+
+    /// `path` made absolute against `base` when relative, and standardized (`.` and `..` removed).
+    static func absolute(_ path: String, base: String) -> String {
+        let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : URL(fileURLWithPath: base).appendingPathComponent(path)
+        return url.standardizedFileURL.path
+    }
+
+    /// Absolute, standardized, with symbolic links in the folder resolved (the file itself may not exist).
+    static func canonical(_ path: String) -> String {
+        let absolute = absolute(path, base: FileManager.default.currentDirectoryPath)
+        let url = URL(fileURLWithPath: absolute)
+        let folder = url.deletingLastPathComponent().path
+        guard let resolved = realpath(folder, nil) else { return absolute }
+        defer { free(resolved) }
+        return URL(fileURLWithPath: String(cString: resolved)).appendingPathComponent(url.lastPathComponent).path
+    }
+}
