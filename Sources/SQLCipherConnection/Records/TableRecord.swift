@@ -49,9 +49,9 @@ extension Connection {
     @discardableResult
     public func insert<R: TableRecord>(_ record: R) throws -> Int64 {
         let columns = try ColumnEncoder.columns(of: record)
-        let names = columns.map { quoteIdentifier($0.0) }.joined(separator: ", ")
+        let names = columns.map { SQLIdentifier.quoted($0.0) }.joined(separator: ", ")
         let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        let statement = try cachedStatement("INSERT INTO \(quoteIdentifier(R.databaseTableName)) (\(names)) VALUES (\(placeholders))")
+        let statement = try cachedStatement("INSERT INTO \(SQLIdentifier.quoted(R.databaseTableName)) (\(names)) VALUES (\(placeholders))")
         try statement.execute(StatementArguments(columns.map { $0.1 }))
         return lastInsertRowID
     }
@@ -61,8 +61,8 @@ extension Connection {
     public func update<R: TableRecord>(_ record: R) throws {
         let (key, columns) = try keyAndColumns(of: record)
         guard !columns.isEmpty else { return }
-        let assignments = columns.map { "\(quoteIdentifier($0.0)) = ?" }.joined(separator: ", ")
-        let statement = try cachedStatement("UPDATE \(quoteIdentifier(R.databaseTableName)) SET \(assignments) WHERE \(quoteIdentifier(R.primaryKeyColumn)) = ?")
+        let assignments = columns.map { "\(SQLIdentifier.quoted($0.0)) = ?" }.joined(separator: ", ")
+        let statement = try cachedStatement("UPDATE \(SQLIdentifier.quoted(R.databaseTableName)) SET \(assignments) WHERE \(SQLIdentifier.quoted(R.primaryKeyColumn)) = ?")
         try statement.execute(StatementArguments(columns.map { $0.1 } + [key]))
         if changes == 0 { throw RecordError.notFound(table: R.databaseTableName, key: "\(key)") }
     }
@@ -85,14 +85,14 @@ extension Connection {
     /// The record with this primary key, or `nil`.
     /// - Throws: ``SQLiteError`` or `DecodingError`.
     public func fetch<R: TableRecord>(_ type: R.Type, key: some DatabaseValueConvertible) throws -> R? {
-        let statement = try cachedStatement("SELECT * FROM \(quoteIdentifier(R.databaseTableName)) WHERE \(quoteIdentifier(R.primaryKeyColumn)) = ?")
+        let statement = try cachedStatement("SELECT * FROM \(SQLIdentifier.quoted(R.databaseTableName)) WHERE \(SQLIdentifier.quoted(R.primaryKeyColumn)) = ?")
         return try statement.fetchOne([key]).map { try $0.decode(R.self) }
     }
 
     /// Every record of the table, in primary-key order.
     /// - Throws: ``SQLiteError`` or `DecodingError`.
     public func fetchAll<R: TableRecord>(_ type: R.Type) throws -> [R] {
-        try query(R.self, "SELECT * FROM \(quoteIdentifier(R.databaseTableName)) ORDER BY \(quoteIdentifier(R.primaryKeyColumn))")
+        try query(R.self, "SELECT * FROM \(SQLIdentifier.quoted(R.databaseTableName)) ORDER BY \(SQLIdentifier.quoted(R.primaryKeyColumn))")
     }
 
     /// Deletes the record with this primary key.
@@ -100,7 +100,7 @@ extension Connection {
     /// - Throws: ``SQLiteError``.
     @discardableResult
     public func delete<R: TableRecord>(_ type: R.Type, key: some DatabaseValueConvertible) throws -> Bool {
-        let statement = try cachedStatement("DELETE FROM \(quoteIdentifier(R.databaseTableName)) WHERE \(quoteIdentifier(R.primaryKeyColumn)) = ?")
+        let statement = try cachedStatement("DELETE FROM \(SQLIdentifier.quoted(R.databaseTableName)) WHERE \(SQLIdentifier.quoted(R.primaryKeyColumn)) = ?")
         try statement.execute([key])
         return changes > 0
     }
@@ -108,7 +108,7 @@ extension Connection {
     /// The number of rows in the record's table.
     /// - Throws: ``SQLiteError``.
     public func count<R: TableRecord>(_ type: R.Type) throws -> Int {
-        try queryValue("SELECT count(*) FROM \(quoteIdentifier(R.databaseTableName))", as: Int.self) ?? 0
+        try queryValue("SELECT count(*) FROM \(SQLIdentifier.quoted(R.databaseTableName))", as: Int.self) ?? 0
     }
 
     private func keyAndColumns<R: TableRecord>(of record: R) throws -> (DatabaseValue, [(String, DatabaseValue)]) {
@@ -119,11 +119,6 @@ extension Connection {
         let key = columns.remove(at: index).1
         return (key, columns)
     }
-}
-
-/// `"name"` with embedded quotes doubled, safe to put in SQL as an identifier.
-func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
 
 extension RecordError: LocalizedError {
