@@ -23,9 +23,9 @@ public struct SQLCipherEngine: Sendable, Equatable {
     var defaults: CipherSettings { CipherSettings(kdfIterations: 64000, pageSize: 1024, useHMAC: true) }
 
     /// Whether files this engine writes use SQLCipher 3's page layout (``SQLCipher3PageFormat``),
-    /// so that the library can re-encrypt their pages itself: true for 3.x, and for 4.x, which
-    /// ``connectionSetup`` pins to the 3.x format.
-    package var writesVersion3Pages: Bool { major == 3 || major >= 4 }
+    /// so that the library can re-encrypt their pages itself: true from 3.x on (4.x and later
+    /// are pinned to the 3.x format by ``connectionSetup``), false when the version is unknown.
+    package var writesVersion3Pages: Bool { major >= 3 }
 
     /// Statements every keyed connection runs right after the key, before any setting or read.
     var connectionSetup: [String] {
