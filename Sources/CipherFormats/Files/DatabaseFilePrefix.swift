@@ -11,11 +11,8 @@ import SQLCipherConnection
 /// connection in WAL mode, whose shared lock tells other processes it is still there). SQLite's
 /// unix file layer keeps such a descriptor open until the process's locks on the file are
 /// released; a key-less, read-only connection that only reads raw bytes gets that for free.
-///
-/// (Measured: with the header and salt read by `open`/`close`, a process that reconnected while
-/// another process rotated a WAL-mode file lost its WAL: the rotating process's last connection
-/// saw no shared lock, checkpointed and deleted `-wal` and `-shm` while the first process went on
-/// committing into the unlinked files. Found by the writer-during-rotation crash test.)
+/// (A lost shared lock lets another process checkpoint and delete a WAL file this process is
+/// still committing into.)
 enum DatabaseFilePrefix {
     /// Up to `count` bytes from the start of the file at `path` (fewer when it is shorter), or the
     /// reason they could not be read.

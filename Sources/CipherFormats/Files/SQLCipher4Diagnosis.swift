@@ -14,7 +14,7 @@ import _CryptoExtras
 /// authenticated region starts after the salt. A key whose HMAC matches page 1 is the right key.
 ///
 /// This only runs after every key failed to open the file, so it costs nothing in normal use; each
-/// passphrase costs one 256,000-round PBKDF2 (about 0.2 s).
+/// passphrase costs one 256,000-round PBKDF2.
 package struct SQLCipher4Diagnosis {
     let path: String
 

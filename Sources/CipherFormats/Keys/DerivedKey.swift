@@ -5,7 +5,7 @@ import Foundation
 ///
 /// SQLCipher 3 derives the page key as PBKDF2-HMAC-SHA1(passphrase, salt, kdf_iter, 32 bytes),
 /// with the salt stored in the file's first 16 bytes. Deriving it here once per file lets every
-/// further connection (the reader pool) skip the ~30 ms derivation. The result is only used after
+/// further connection (the reader pool) skip the derivation. The result is only used after
 /// a connection keyed with it has read the schema, so a wrong derivation can never be used.
 package enum DerivedKey {
     /// The salt of an encrypted database: its first 16 bytes.

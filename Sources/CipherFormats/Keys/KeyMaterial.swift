@@ -9,7 +9,7 @@ import SQLCipherConnection
 public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Which kind of key this is.
     public enum Kind: String, Sendable, Codable {
-        /// Text that SQLCipher derives the key from with PBKDF2 (64,000 iterations in 3.4.1, ~30 ms).
+        /// Text that SQLCipher derives the key from with PBKDF2 (64,000 iterations by default in 3.4.1).
         case passphrase
         /// 32 key bytes, passed to SQLCipher as `x'<64 hex digits>'`; no key derivation.
         case rawKey

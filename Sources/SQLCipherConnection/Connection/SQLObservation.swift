@@ -14,7 +14,7 @@ import Foundation
 ///
 /// Never set `trace` for work that goes through the export path: SQLCipher 3.4.1's
 /// `sqlcipher_export` crashes (SIGSEGV) on a connection with any trace hook, `sqlite3_trace_v2`
-/// included (measured: every mask).
+/// included, whatever its mask.
 package final class SQLObservation: @unchecked Sendable {
     /// One piece of SQL seen on a connection to `path`.
     package enum Event: Sendable, Equatable {

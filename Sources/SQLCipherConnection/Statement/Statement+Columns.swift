@@ -50,9 +50,8 @@ extension Statement {
 
     /// The current row's value at `column` (in range) converted to `T`, or `nil` together with
     /// the value when it does not convert, for in-place decoding. (``StatementRow/get(_:as:)-(Int,_)``
-    /// spells the same steps out and throws directly: returning the pair there cost fetching by
-    /// index 1.5% more instructions, measured with callgrind.) Always inlined, so that it is
-    /// compiled for each caller's concrete type.
+    /// spells the same steps out and throws directly, which is cheaper there than returning the
+    /// pair.) Always inlined, so that it is compiled for each caller's concrete type.
     @inlinable @inline(__always)
     func convertedValue<T: DatabaseValueConvertible>(at column: Int32, to type: T.Type) -> (T?, DatabaseValue?) {
         let value = sqlite3_column_value(handle, column)

@@ -15,10 +15,9 @@ extension Statement {
         try run { try $0.bind(values: repeat each values) }
     }
 
-    // Swift runs through a parameter pack at run time, element by element through its generic
-    // witnesses (about 130 instructions per value with Swift 6.3, more than SQLite's own bind).
-    // Statements with up to three parameters, the common case, get overloads without a pack;
-    // they behave exactly like the pack versions.
+    // Swift walks a parameter pack at run time, value by value through generic witnesses, which
+    // costs more than SQLite's own bind. Statements with up to three parameters, the common case,
+    // get overloads without a pack; they behave exactly like the pack version.
 
     /// ``execute(values:)`` for one value, without a parameter pack.
     /// - Throws: ``StatementError`` or ``SQLiteError``.
