@@ -6,6 +6,10 @@ import Foundation
 /// On a database with no schema at all, the migrator runs the script instead of those
 /// migrations and records them as applied (with their checksums); later migrations then run as
 /// usual. On any other database the script is ignored.
+///
+/// ```swift
+/// migrator.installScript = try InstallScript(contentsOf: "schema.sql", coversThrough: "0042_add_index")
+/// ```
 public struct InstallScript: Sendable {
     /// The SQL.
     public let sql: String

@@ -6,6 +6,12 @@ import SQLCipherConnection
 /// Make migrations with ``DatabaseMigrator/registerMigration(_:up:down:)`` (Swift code),
 /// ``DatabaseMigrator/registerSQLMigration(_:sql:)`` (SQL text) or
 /// ``DatabaseMigrator/registerSQLMigrations(in:)`` (a folder of `.sql` files).
+///
+/// ```swift
+/// for migration in migrator.migrations where !migration.isReversible {
+///     print("\(migration) has no down step")
+/// }
+/// ```
 public struct Migration: Sendable, CustomStringConvertible {
     /// What runs for each direction.
     enum Body: Sendable {

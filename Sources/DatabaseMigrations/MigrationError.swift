@@ -1,6 +1,14 @@
 import Foundation
 /// Why migrations could not be registered or applied. When a migration fails, the database is
 /// left exactly as it was after the previous migration.
+///
+/// ```swift
+/// do {
+///     _ = try migrator.migrate(db)
+/// } catch MigrationError.unknownAppliedMigrations(let identifiers) {
+///     print("this database was migrated by a newer version of the app: \(identifiers)")
+/// }
+/// ```
 public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Two migrations have the same identifier.
     case duplicateIdentifier(String)

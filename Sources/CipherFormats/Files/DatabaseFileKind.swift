@@ -2,6 +2,12 @@ import Foundation
 
 /// What a path holds, judged from the file system and the first bytes only (read through SQLite's
 /// file layer without a key; nothing is written).
+///
+/// ```swift
+/// if case .plaintextSQLite = DatabaseFileKind.inspect(path: "app.sqlite") {
+///     print("app.sqlite is not encrypted yet")
+/// }
+/// ```
 public enum DatabaseFileKind: Sendable, Equatable, CustomStringConvertible {
     /// Nothing exists at the path.
     case missing

@@ -6,8 +6,17 @@ import SQLCipherConnection
 ///
 /// Key material never prints: `description`, `debugDescription` and `dump()` show only its kind.
 /// Its bytes live in a buffer that is zeroed when the last copy of the material goes away.
+///
+/// ```swift
+/// let material = try KeyMaterial.rawKey(hex: hexFromKeychain)
+/// let key = DatabaseKey(id: "2025-06", source: .material(material))
+/// ```
 public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Which kind of key this is.
+    ///
+    /// ```swift
+    /// let derivesKey = material.kind == .passphrase
+    /// ```
     public enum Kind: String, Sendable, Codable {
         /// Text that SQLCipher derives the key from with PBKDF2 (64,000 iterations by default in 3.4.1).
         case passphrase
@@ -107,6 +116,14 @@ public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, Cust
 }
 
 /// Why some bytes are not usable key material. Never contains the bytes.
+///
+/// ```swift
+/// do {
+///     _ = try KeyMaterial.rawKey(hex: text)
+/// } catch KeyMaterialProblem.wrongHexLength(let digits) {
+///     print("a raw key has 64 hex digits, not \(digits)")
+/// }
+/// ```
 public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// The key is empty; SQLCipher would treat the database as unencrypted.
     case empty

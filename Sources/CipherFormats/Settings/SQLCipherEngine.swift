@@ -9,6 +9,10 @@ import SQLCipherConnection
 /// (PBKDF2-HMAC-SHA512 with 256,000 iterations, 4 KiB pages, HMAC-SHA512) cannot be read by 3.4.1
 /// under any setting; when no key opens a file, the library checks whether one of the keys is
 /// right for such a file and says so (``EncryptedDatabaseError``).
+///
+/// ```swift
+/// print("linked with SQLCipher \(SQLCipherEngine.linked.version)")
+/// ```
 public struct SQLCipherEngine: Sendable, Equatable {
     /// The version as `PRAGMA cipher_version` reports it, e.g. `3.4.1` or `4.6.1 community`.
     public let version: String

@@ -5,6 +5,14 @@ import CipherFormats
 ///
 /// Every case names the database and key id (or the `Keys` file and the place in it) and says what
 /// to do. None ever contains key material.
+///
+/// ```swift
+/// do {
+///     let keys = try KeysFile.load(path: "Keys").keyList(forDatabase: "app.sqlite")
+/// } catch {
+///     print(error)  // where the problem is and what to do; never key material
+/// }
+/// ```
 public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The key list has no keys.
     case emptyKeyList(database: String)

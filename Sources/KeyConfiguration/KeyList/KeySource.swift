@@ -2,6 +2,10 @@ import CipherFormats
 import Foundation
 
 /// How the bytes of a key file or environment variable are to be read.
+///
+/// ```swift
+/// KeySource.environment(variable: "APP_DB_KEY", format: .hex)
+/// ```
 public enum KeyFormat: String, Sendable, Codable, CaseIterable {
     /// The text is a passphrase (SQLCipher runs PBKDF2 over it).
     case passphrase
@@ -16,6 +20,10 @@ public enum KeyFormat: String, Sendable, Codable, CaseIterable {
 /// A source is resolved when a ``KeyList`` is built: environment variables are read, key files are
 /// checked and read, text is validated. Its `description` names the source (e.g.
 /// `env APP_DB_KEY`, `file /etc/app/db.key`) and never the secret.
+///
+/// ```swift
+/// DatabaseKey(id: "2025-06", source: .file(path: "/etc/app/db.key", format: .binary))
+/// ```
 public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A passphrase given in configuration.
     case passphrase(String)
@@ -52,6 +60,10 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
 
 /// One key of a database's key list: a label that may appear in logs and errors, and where its
 /// material comes from.
+///
+/// ```swift
+/// DatabaseKey(id: "2025-06", source: .environment(variable: "APP_DB_KEY", format: .hex))
+/// ```
 public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable {
     /// The key's label, such as `2025-06`. Shown in logs, errors and reports; never secret.
     public let id: String

@@ -19,6 +19,12 @@ import Yams
 /// ``keyList(forDatabase:environment:)``. Errors never quote the file's text, which may hold secrets.
 public struct KeysFile: Sendable {
     /// One database entry of the file.
+    ///
+    /// ```swift
+    /// for entry in keysFile.entries where entry.isPattern {
+    ///     print("\(entry.configuredPath) shares one key list")
+    /// }
+    /// ```
     public struct Entry: Sendable {
         /// The database path as written in the file.
         public let configuredPath: String

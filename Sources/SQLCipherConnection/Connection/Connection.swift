@@ -18,8 +18,19 @@ import Foundation
 ///
 /// A connection is not thread-safe; use it from one thread at a time (``EncryptedDatabase``
 /// serializes access for you).
+///
+/// ```swift
+/// try database.write { db in
+///     try db.execute("INSERT INTO users(name) VALUES (?)", ["Ann"])
+///     let count = try db.queryValue("SELECT count(*) FROM users", as: Int64.self)
+/// }
+/// ```
 public final class Connection {
     /// How a connection opens its file.
+    ///
+    /// ```swift
+    /// if db.accessMode == .readOnly { return }
+    /// ```
     public enum AccessMode: Sendable, Equatable {
         /// Reads and writes.
         case readWrite

@@ -1,4 +1,10 @@
 /// How a transaction takes its locks (SQLite's `BEGIN DEFERRED | IMMEDIATE | EXCLUSIVE`).
+///
+/// ```swift
+/// try db.transaction(.immediate) { db in
+///     try db.execute("UPDATE accounts SET balance = balance - 10 WHERE id = ?", [1])
+/// }
+/// ```
 public enum TransactionKind: String, Sendable {
     /// Locks are taken when the transaction first reads or writes.
     case deferred = "DEFERRED"

@@ -2,6 +2,10 @@ import Foundation
 import CSQLCipher
 
 /// A SQLite result code (primary or extended), with names for the ones callers act on.
+///
+/// ```swift
+/// if error.code.primary == .busy { scheduleRetry() }
+/// ```
 public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The numeric code as SQLite defines it.
     public let rawValue: Int32
@@ -47,6 +51,14 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
 ///
 /// It carries the result code, SQLite's message and the SQL text it happened on. Argument values
 /// are never part of it: bound values can be secrets, and key material is never SQL in this library.
+///
+/// ```swift
+/// do {
+///     try db.execute("INSERT INTO users(id, name) VALUES (?, ?)", [1, "Ann"])
+/// } catch let error as SQLiteError where error.code.primary == .constraint {
+///     print("user 1 exists already")
+/// }
+/// ```
 public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The extended result code, e.g. `SQLITE_BUSY_SNAPSHOT`; compare `code.primary` with the
     /// named constants of ``ResultCode``.
@@ -80,6 +92,14 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// A misuse of the statement and row API that SQLite itself does not report: wrong argument
 /// counts, unknown parameter or column names, values that do not convert to the requested type.
+///
+/// ```swift
+/// do {
+///     let score: Double = try row.get("score")
+/// } catch StatementError.noSuchColumn(let name, let available) {
+///     print("no column \(name); the row has \(available)")
+/// }
+/// ```
 public enum StatementError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The statement has `expected` parameters but `given` positional arguments were supplied.
     case argumentCountMismatch(expected: Int, given: Int, sql: String)

@@ -27,6 +27,14 @@ extension TableRecord {
 }
 
 /// A record operation that found no row to act on.
+///
+/// ```swift
+/// do {
+///     try db.update(player)
+/// } catch RecordError.notFound {
+///     try db.insert(player)  // what Connection.upsert(_:) does
+/// }
+/// ```
 public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
     /// ``Connection/update(_:)`` found no row with the record's primary key.
     case notFound(table: String, key: String)

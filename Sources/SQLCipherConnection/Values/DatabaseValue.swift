@@ -5,6 +5,12 @@ import Foundation
 /// SQLite has five storage classes; `DatabaseValue` mirrors them exactly so that nothing is
 /// converted behind your back. Use ``DatabaseValueConvertible`` to move between these values and
 /// Swift types.
+///
+/// ```swift
+/// if case .text(let name)? = try db.queryOne("SELECT name FROM users WHERE id = ?", [1])?[0] {
+///     print(name)
+/// }
+/// ```
 public enum DatabaseValue: Sendable, Hashable {
     /// SQL `NULL`.
     case null
@@ -41,6 +47,19 @@ extension DatabaseValue: CustomStringConvertible {
 ///
 /// The library provides conformances for `Int64`, `Int`, `Int32`, `Double`, `String`, `Bool`,
 /// `Data`, `[UInt8]`, `Date` and `Optional` of any of these (where `nil` is SQL `NULL`).
+///
+/// ```swift
+/// struct Email: DatabaseValueConvertible {
+///     let address: String
+///     init(address: String) { self.address = address }
+///     var databaseValue: DatabaseValue { .text(address) }
+///     init?(databaseValue: DatabaseValue) {
+///         guard case .text(let text) = databaseValue else { return nil }
+///         address = text
+///     }
+/// }
+/// try db.execute("INSERT INTO users(email) VALUES (?)", [Email(address: "ann@example.com")])
+/// ```
 public protocol DatabaseValueConvertible: Sendable {
     /// The value to bind or store.
     var databaseValue: DatabaseValue { get }
