@@ -1,8 +1,8 @@
+import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
 import Testing
 import TestSupport
-import DurableFiles
 
 /// A file kind made by the independent sqlcipher shell with particular cipher settings.
 struct ShellMadeKind: CustomTestStringConvertible, Sendable {

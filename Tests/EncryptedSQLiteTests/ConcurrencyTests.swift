@@ -1,6 +1,6 @@
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Testing
 import TestSupport
 

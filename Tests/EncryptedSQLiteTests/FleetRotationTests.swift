@@ -1,7 +1,7 @@
 @testable import CipherFormats
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Testing
 import TestSupport
 

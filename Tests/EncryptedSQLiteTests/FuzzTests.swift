@@ -1,8 +1,8 @@
 @testable import CipherFormats
 @testable import DatabaseMigrations
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import PropertyBased
 import Testing
 import TestSupport

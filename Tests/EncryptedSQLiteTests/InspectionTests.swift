@@ -1,9 +1,9 @@
+import DurableFiles
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Testing
 import TestSupport
-import DurableFiles
 
 /// Values that are easy to get wrong in a dump: quotes, newlines, non-ASCII, NULL, reals that
 /// need exact round trips, large integers, empty and binary blobs, a WITHOUT ROWID table and an

@@ -1,10 +1,10 @@
+import DurableFiles
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Synchronization
 import Testing
 import TestSupport
-import DurableFiles
 
 /// One file layout for the page re-encryption matrix.
 struct PageCase: CustomTestStringConvertible, Sendable {

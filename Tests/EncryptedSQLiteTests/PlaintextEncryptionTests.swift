@@ -1,9 +1,9 @@
+import DurableFiles
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Testing
 import TestSupport
-import DurableFiles
 
 /// The names in a folder that are not key files.
 func databaseFiles(in directory: TemporaryDirectory) -> [String] {

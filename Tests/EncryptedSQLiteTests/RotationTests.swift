@@ -1,10 +1,10 @@
 @testable import CipherFormats
+import DurableFiles
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Testing
 import TestSupport
-import DurableFiles
 
 /// Reads a file's content digest with exactly one key, without rotating anything.
 func digest(of path: String, with keys: KeyList) throws -> String {

@@ -1,9 +1,9 @@
 @testable import CipherFormats
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
-@testable import SQLCipherConnection
 import Foundation
+@testable import KeyConfiguration
 import Logging
+@testable import SQLCipherConnection
 import Testing
 import TestSupport
 

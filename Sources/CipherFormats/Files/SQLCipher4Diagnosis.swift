@@ -1,7 +1,7 @@
+import _CryptoExtras
 import Crypto
 import DurableFiles
 import Foundation
-import _CryptoExtras
 
 /// Tells whether a file the linked engine cannot open is a SQLCipher 4 database (default
 /// settings) and which configured key is right for it, without decrypting anything.

@@ -1,9 +1,9 @@
-import Foundation
-import SQLCipherConnection
 import CipherFormats
-import DurableFiles
 import DatabaseMigrations
+import DurableFiles
+import Foundation
 import KeyConfiguration
+import SQLCipherConnection
 
 /// Why a database could not be opened, rotated or created.
 ///

@@ -49,7 +49,7 @@ public enum DatabaseDump {
     }
 
     private static func rows(of table: String, in connection: Connection, to output: (String) throws -> Void) throws {
-        let quoted = quoteIdentifier(table)
+        let quoted = SQLIdentifier.quoted(table)
         let statement = try connection.prepare("SELECT * FROM \(quoted)")
         var values: [String] = []
         while try statement.step() {
@@ -82,9 +82,5 @@ public enum DatabaseDump {
             }
             return "X'" + String(decoding: hex, as: UTF8.self) + "'"
         }
-    }
-
-    static func quoteIdentifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

@@ -1,6 +1,6 @@
-import SQLCipherConnection
 import CipherFormats
 import KeyConfiguration
+import SQLCipherConnection
 
 /// The open sequence shared by every way of opening a database: create the file when allowed,
 /// find the key that opens it, and rotate it to the current key when an older key opened it.

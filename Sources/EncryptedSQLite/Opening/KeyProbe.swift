@@ -1,6 +1,6 @@
-import SQLCipherConnection
 import CipherFormats
 import KeyConfiguration
+import SQLCipherConnection
 
 /// Finds the key that opens a file: one fresh connection per attempt, current key first, then
 /// the older keys from oldest to newest. A key opens the file only when a read of the schema

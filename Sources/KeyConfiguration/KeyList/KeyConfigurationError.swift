@@ -1,5 +1,5 @@
-import Foundation
 import CipherFormats
+import Foundation
 
 /// A problem with key configuration: a key list, a key source or the `Keys` file.
 ///

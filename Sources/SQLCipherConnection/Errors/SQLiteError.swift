@@ -1,5 +1,5 @@
-import Foundation
 import CSQLCipher
+import Foundation
 
 /// A SQLite result code (primary or extended), with names for the ones callers act on.
 ///

@@ -1,7 +1,7 @@
 @testable import CipherFormats
+import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
-import DurableFiles
 
 /// Records the durable file operations one library call makes in one folder, through the
 /// library's `FileOperations` seam, so that the state a power cut after any of them would leave

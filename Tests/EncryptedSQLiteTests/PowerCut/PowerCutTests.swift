@@ -1,9 +1,9 @@
+import DurableFiles
 @testable import EncryptedSQLite
-@testable import KeyConfiguration
 import Foundation
+@testable import KeyConfiguration
 import Testing
 import TestSupport
-import DurableFiles
 
 /// A path of the library that orders its own writes, syncs and renames, set up for power-cut trials.
 struct PowerCutPath: CustomTestStringConvertible, Sendable {

@@ -46,7 +46,7 @@ struct DatabaseExport {
                 let sql = try object.get("sql", as: String?.self) ?? ""
                 schema.append("\(type)|\(name)|\(table)|\(sql)")
                 if type == "table" && !sql.uppercased().hasPrefix("CREATE VIRTUAL TABLE") {
-                    counts[name] = try connection.queryValue("SELECT count(*) FROM \"\(name.replacingOccurrences(of: "\"", with: "\"\""))\"", as: Int64.self) ?? 0
+                    counts[name] = try connection.queryValue("SELECT count(*) FROM \(SQLIdentifier.quoted(name))", as: Int64.self) ?? 0
                 }
             }
             return (schema, counts)

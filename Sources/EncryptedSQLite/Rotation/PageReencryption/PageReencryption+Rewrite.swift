@@ -1,5 +1,5 @@
-import COpenSSLCrypto
 import CipherFormats
+import COpenSSLCrypto
 import DurableFiles
 import Foundation
 import SQLCipherConnection
