@@ -20,6 +20,10 @@ package struct FileOperations: Sendable {
     /// Lets the seam see a file that the library writes through another handle (SQLite's own
     /// handle of the database): returns the handle to use instead. ``system`` returns it unchanged.
     package var observe: @Sendable (_ file: any RandomAccessFile) -> any RandomAccessFile
+    /// Lets the seam see a new file the library has finished writing through SQLite (the export
+    /// path's copy) before it verifies that file: tests alter the copy here to prove that the
+    /// verification refuses it. ``system`` does nothing.
+    package var written: @Sendable (_ path: String) -> Void = { _ in }
 
     /// The real system calls.
     package static let system = FileOperations(

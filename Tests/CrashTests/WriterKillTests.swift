@@ -16,21 +16,8 @@ struct WriterKillTests {
         let directory = TemporaryDirectory("writer-kill")
         let (old, new) = (TestKeys.hex(), TestKeys.hex())
         let fixture = directory.file("fixture.sqlite")
-        let oldOnly = try KeyList(database: fixture, keys: [DatabaseKey(id: "old", source: .hex(old))])
-        do {
-            let database = try EncryptedDatabase(path: fixture, keys: oldOnly, options: OpenOptions(createIfMissing: true))
-            try database.writeWithoutTransaction { db in
-                _ = try db.queryValue("PRAGMA journal_mode = \(journalMode)", as: String.self)
-                try db.execute("""
-                    CREATE TABLE ledger(n INTEGER PRIMARY KEY, payload BLOB);
-                    CREATE TABLE big(id INTEGER PRIMARY KEY, payload BLOB);
-                    WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 6000)
-                    INSERT INTO big(payload) SELECT randomblob(1000) FROM n;
-                    """)
-                if journalMode == "wal" { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-            }
-        }
-        let baseline = try Self.bigTable(fixture, oldOnly)
+        try WriterKillCheck.makeFixture(at: fixture, oldKeyHex: old, journalMode: journalMode)
+        let baseline = try WriterKillCheck.bigTable(fixture, KeyList(database: fixture, keys: [DatabaseKey(id: "old", source: .hex(old))]))
 
         let folder = TemporaryDirectory("writer-kill-trial")
         let path = folder.file("app.sqlite")
@@ -44,6 +31,7 @@ struct WriterKillTests {
                     hex: \(new)
             """.utf8))
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
+        let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
         let writer = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
                                environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new], directory: folder.path)
         let rotator = KillTrial(executable: BuiltProduct.path("rekey"), arguments: ["--db", "app.sqlite", "--json"], environment: [:], directory: folder.path)
@@ -76,7 +64,9 @@ struct WriterKillTests {
                 try? committed.sorted().map(String.init).joined(separator: "\n").write(toFile: target + "/committed.txt", atomically: true, encoding: .utf8)
                 try? "\(old)\n\(new)\n".write(toFile: target + "/keys.txt", atomically: true, encoding: .utf8)
             }
-            tally.record(try check(path, keys: keys, shell: (.hex(old), .hex(new)), committed: committed, baseline: baseline, trial: "trial \(number)"))
+            let verdict = try checker.check(path, committed: committed, trial: "trial \(number)")
+            for problem in verdict.problems { Issue.record("\(problem)") }
+            tally.record(verdict.outcome)
         }
         print(tally.row)
         print("\(tally); \(rowsCommitted) rows reported committed by the writer in all, uninterrupted rotation \(Int(window.upperBound.seconds * 1000)) ms, seed \(Self.seed)")
@@ -108,36 +98,6 @@ struct WriterKillTests {
         return Set(lines.withLock { $0 }.compactMap { line in line.hasPrefix("committed ") ? Int(line.dropFirst(10)) : nil })
     }
 
-    /// The shell on a copy, then the library: one of the keys opens the file, it is intact, the
-    /// untouched table is as before, and every row the writer reported committed is there.
-    private func check(_ path: String, keys: KeyList, shell: (old: ShellKey, new: ShellKey), committed: Set<Int>, baseline: String, trial: String) throws -> CrashOutcome {
-        let copy = TemporaryDirectory("writer-copy")
-        let folder = (path as NSString).deletingLastPathComponent
-        for name in (try FileManager.default.contentsOfDirectory(atPath: folder)) where name.hasPrefix("app.sqlite") {
-            try FileManager.default.copyItem(atPath: folder + "/" + name, toPath: copy.file(name))
-        }
-        let shellOK = try SQLCipherShell.opens(copy.file("app.sqlite"), with: shell.new) || (try SQLCipherShell.opens(copy.file("app.sqlite"), with: shell.old))
-        if !shellOK { Issue.record("\(trial): the sqlcipher shell opens the file with neither key") }
-        do {
-            let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
-            guard try database.read({ try $0.queryValue("PRAGMA integrity_check", as: String.self) }) == "ok" else {
-                Issue.record("\(trial): integrity_check failed")
-                return .unopenable
-            }
-            let present = Set(try database.read { try $0.query("SELECT n FROM ledger").map { try $0.get(0, as: Int.self) } })
-            let lost = committed.subtracting(present)
-            let untouched = try Self.bigTable(database) == baseline
-            if !lost.isEmpty || !untouched {
-                Issue.record("\(trial): \(lost.count) committed rows lost (\(lost.sorted().prefix(5))), or the untouched table changed")
-                return .checksumMismatch
-            }
-            return shellOK ? (database.report.openedWithKeyID == "new" ? .openedWithNew : .openedWithOld) : .unopenable
-        } catch {
-            Issue.record("\(trial): \(error)")
-            return .unopenable
-        }
-    }
-
     private func reset(_ path: String, from fixture: String) throws {
         for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         let folder = (path as NSString).deletingLastPathComponent
@@ -145,16 +105,5 @@ struct WriterKillTests {
             try FileManager.default.removeItem(atPath: folder + "/" + name)
         }
         try FileManager.default.copyItem(atPath: fixture, toPath: path)
-    }
-
-    private static func bigTable(_ path: String, _ keys: KeyList) throws -> String {
-        try bigTable(EncryptedDatabase(path: path, keys: keys, options: OpenOptions(rotateToCurrentKey: false)))
-    }
-
-    private static func bigTable(_ database: EncryptedDatabase) throws -> String {
-        try database.read { db in
-            let row = try db.queryOne("SELECT count(*), total(length(payload)), hex(substr(group_concat(hex(substr(payload, 1, 4))), 1, 64)) FROM big")
-            return row?.description ?? ""
-        }
     }
 }

@@ -69,7 +69,9 @@ struct KillTests {
         for number in 1...path.trials {
             try setup.reset(database)
             if try trial.killed(after: KillTrial.instant(in: window, random: &random)) { killedMidRun += 1 }
-            tally.record(try setup.check(database, in: trialFolder, trial: "trial \(number)"))
+            let verdict = try setup.check(database, in: trialFolder, trial: "trial \(number)")
+            for problem in verdict.problems { Issue.record("\(problem)") }
+            tally.record(verdict.outcome)
         }
         print(tally.row)
         print("\(tally); uninterrupted run \(Int(wall.seconds * 1000)) ms (rotation \(Int(rotation.totalMs)) ms), \(killedMidRun) killed mid-run, seed \(Self.seed)")
@@ -99,7 +101,8 @@ struct KillSetup {
     let expected: String
     let newSettings: CipherSettings
 
-    init(_ path: KillPath) throws {
+    /// The fixture of `path`, with `rows` rows instead of the path's own number when given.
+    init(_ path: KillPath, rows: Int? = nil) throws {
         self.path = path
         fixture = TemporaryDirectory("kill-fixture")
         let plaintext = path.kind == .plaintextExport
@@ -111,7 +114,7 @@ struct KillSetup {
             CREATE INDEX big_tag ON big(tag);
             PRAGMA user_version = 9;
             PRAGMA application_id = 77;
-            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(path.rows))
+            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(rows ?? path.rows))
             INSERT INTO big(tag, payload) SELECT 'tag' || (x % 97), randomblob(1000) FROM n;
             """
         if plaintext {
@@ -164,8 +167,10 @@ struct KillSetup {
 
     /// What a user checks after the kill: the independent shell on a copy of exactly what the kill
     /// left (it rolls back a hot journal itself), then the library, then a next run that must
-    /// finish the rotation and leave nothing behind.
-    func check(_ file: String, in folder: TemporaryDirectory, trial: String) throws -> CrashOutcome {
+    /// finish the rotation and leave nothing behind. The trials and `KillCheckerControlTests` both
+    /// call it.
+    func check(_ file: String, in folder: TemporaryDirectory, trial: String) throws -> CrashVerdict {
+        var problems: [String] = []
         let copy = TemporaryDirectory("kill-copy")
         for name in folder.listing() where name.hasPrefix("app.sqlite") || name.hasPrefix(".app.sqlite.") {
             try FileManager.default.copyItem(atPath: folder.file(name), toPath: copy.file(name))
@@ -176,34 +181,37 @@ struct KillSetup {
             ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
             : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, "PRAGMA integrity_check;")
         let shellOK = [byNew, byOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
-        if !shellOK { Issue.record("\(trial): the sqlcipher shell opens the file with neither key: \(byNew.stderr) | \(byOld.stderr)") }
+        if !shellOK { problems.append("\(trial): the sqlcipher shell opens the file with neither key: \(byNew.stderr) | \(byOld.stderr)") }
 
         let outcome: CrashOutcome
         do {
             let database = try EncryptedDatabase(path: file, keys: keys(at: file), options: OpenOptions(rotateToCurrentKey: false))
             let integrity = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) }
             if integrity != "ok" {
-                Issue.record("\(trial): integrity_check: \(integrity ?? "nil")")
+                problems.append("\(trial): integrity_check: \(integrity ?? "nil")")
                 outcome = .unopenable
             } else if try database.read({ try Fixture.contentDigest($0) }) != expected {
-                Issue.record("\(trial): the content changed")
+                problems.append("\(trial): the content changed")
                 outcome = .checksumMismatch
             } else {
                 outcome = database.report.openedWithKeyID == ring.keys[1].id ? .openedWithNew : .openedWithOld
             }
         } catch {
-            Issue.record("\(trial): \(error)")
-            return .unopenable
+            problems.append("\(trial): the library does not open the file: \(error)")
+            return CrashVerdict(.unopenable, problems: problems)
         }
         // The next run finishes the job and leaves no temporary, journal or undo file.
         do {
             let database = try EncryptedDatabase(path: file, keys: keys(at: file))
-            #expect(database.report.isOnCurrentKey)
-            if try database.read({ try Fixture.contentDigest($0) }) != expected { return .checksumMismatch }
+            if !database.report.isOnCurrentKey { problems.append("\(trial): the next run left the file on key \(database.report.openedWithKeyID)") }
+            if try database.read({ try Fixture.contentDigest($0) }) != expected {
+                problems.append("\(trial): the content changed after the next run")
+                return CrashVerdict(.checksumMismatch, problems: problems)
+            }
         }
         let stray = folder.listing().filter { $0.hasPrefix(".app.sqlite.") || $0.hasSuffix("-journal") || $0.hasSuffix("-wal") || $0.hasSuffix("-shm") }
-        if !stray.isEmpty { Issue.record("\(trial): left behind after the next run: \(stray)") }
-        return shellOK ? outcome : .unopenable
+        if !stray.isEmpty { problems.append("\(trial): left behind after the next run: \(stray)") }
+        return CrashVerdict(shellOK ? outcome : .unopenable, problems: problems)
     }
 
     static func digest(_ file: String, _ keys: KeyList) throws -> String {

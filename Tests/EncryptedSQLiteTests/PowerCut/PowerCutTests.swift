@@ -59,8 +59,9 @@ struct PowerCutTests {
             let mode: PowerCutMode = trial % 2 == 0 ? .dropUnsynced : .randomSubset
             let cut = Int.random(in: 0...events, using: &random)
             let image = PowerCutImage(recorder, cut: cut, mode: mode, random: &random)
-            let outcome = try setup.check(image, trial: "cut \(cut) of \(events), \(mode.rawValue), seed \(seed)")
-            tally.record(outcome)
+            let verdict = try setup.check(image, trial: "cut \(cut) of \(events), \(mode.rawValue), seed \(seed)")
+            for problem in verdict.problems { Issue.record("\(problem)") }
+            tally.record(verdict.outcome)
         }
         print(tally.row)
         print("power cut [\(path.testDescription)]: \(events) durable steps recorded, seeds \(Self.seed)...\(Self.seed &+ UInt64(Self.trials - 1))")
@@ -120,8 +121,10 @@ struct PowerCutTests {
         }
 
         /// Rebuilds `image` in a fresh folder and checks it the way a user would after the power
-        /// comes back: the independent shell, then the library.
-        func check(_ image: PowerCutImage, trial: String) throws -> CrashOutcome {
+        /// comes back: the independent shell, then the library. The trials and
+        /// `PowerCutCheckerControlTests` both call it.
+        func check(_ image: PowerCutImage, trial: String) throws -> CrashVerdict {
+            var problems: [String] = []
             let folder = TemporaryDirectory("power-image")
             try image.materialize(into: folder.path)
             let path = folder.file("app.sqlite")
@@ -131,16 +134,17 @@ struct PowerCutTests {
                 guard FileManager.default.fileExists(atPath: path) else {
                     _ = try EncryptedDatabase(path: path, keys: keys(at: path), options: OpenOptions(createIfMissing: true))
                     let stray = folder.listing().filter { $0.contains(".rekey-") }
-                    if !stray.isEmpty { Issue.record("\(trial): temporaries left after the next open: \(stray)") }
-                    return .openedWithOld
+                    if !stray.isEmpty { problems.append("\(trial): temporaries left after the next open: \(stray)") }
+                    return CrashVerdict(.openedWithOld, problems: problems)
                 }
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys(at: path))
                     let ok = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) } == "ok"
-                    return ok ? .openedWithNew : .unopenable
+                    if !ok { problems.append("\(trial): integrity_check failed") }
+                    return CrashVerdict(ok ? .openedWithNew : .unopenable, problems: problems)
                 } catch {
-                    Issue.record("\(trial): \(error)")
-                    return .unopenable
+                    problems.append("\(trial): the library does not open the file: \(error)")
+                    return CrashVerdict(.unopenable, problems: problems)
                 }
             }
 
@@ -154,7 +158,7 @@ struct PowerCutTests {
                 ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
                 : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, "PRAGMA integrity_check;")
             let shellOK = [shellNew, shellOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
-            if !shellOK { Issue.record("\(trial): the shell opens the file with neither key: \(shellNew.stderr) / \(shellOld.stderr)") }
+            if !shellOK { problems.append("\(trial): the shell opens the file with neither key: \(shellNew.stderr) / \(shellOld.stderr)") }
 
             // Then the library, as an application would open it.
             do {
@@ -164,21 +168,21 @@ struct PowerCutTests {
                     let integrity = try database.read { try $0.queryValue("PRAGMA integrity_check", as: String.self) }
                     let content = try database.read { try Fixture.contentDigest($0) }
                     if integrity != "ok" {
-                        Issue.record("\(trial): integrity_check: \(integrity ?? "nil")")
+                        problems.append("\(trial): integrity_check: \(integrity ?? "nil")")
                         outcome = .unopenable
                     } else if content != expected {
-                        Issue.record("\(trial): content differs")
+                        problems.append("\(trial): content differs")
                         outcome = .checksumMismatch
                     } else {
                         outcome = database.report.openedWithKeyID == ring.keys[1].id ? .openedWithNew : .openedWithOld
                     }
                 }
                 let stray = folder.listing().filter { $0.contains(".rekey-") || $0.hasSuffix("-journal") }
-                if !stray.isEmpty { Issue.record("\(trial): left beside the database after the next open: \(stray)") }
-                return shellOK ? outcome : .unopenable
+                if !stray.isEmpty { problems.append("\(trial): left beside the database after the next open: \(stray)") }
+                return CrashVerdict(shellOK ? outcome : .unopenable, problems: problems)
             } catch {
-                Issue.record("\(trial): \(error)")
-                return .unopenable
+                problems.append("\(trial): the library does not open the file: \(error)")
+                return CrashVerdict(.unopenable, problems: problems)
             }
         }
 

@@ -62,6 +62,7 @@ struct ExportRotation: Rotation {
         let exportTime = Stopwatch()
         try exporter.export(from: context.from, to: context.to, into: temporary, original: original, walMode: leftWAL)
         let exportDuration = exportTime.elapsed
+        context.files.written(temporary)
 
         let verifyTime = Stopwatch()
         try exporter.verify(temporary, key: context.to, against: original, check: context.engineCheck(pagesAuthenticated: false))
