@@ -65,27 +65,6 @@ struct OutcomePrinter {
     }
 }
 
-extension FleetFailure {
-    /// A short reason for summaries: the error's kind.
-    var reason: String {
-        switch self {
-        case .keys: return "key configuration (\(description.prefix(160)))"
-        case .database(let error):
-            switch error {
-            case .fileNotFound: return "missing"
-            case .notARegularFile: return "not a regular file"
-            case .emptyFile: return "empty file"
-            case .fileTooShort: return "too short to be a database"
-            case .plaintextDatabase: return "unencrypted, and its key list has no plaintext entry"
-            case .noKeyOpens(_, let tried): return "no configured key opens it (tried \(tried.joined(separator: ", ")))"
-            case .sqlcipher4File(_, let keyID, _): return "a SQLCipher 4 file (key \"\(keyID)\" is right for it)"
-            case .busy: return "locked by another process"
-            default: return "\(error.category.rawValue): \(String(error.description.prefix(160)))"
-            }
-        }
-    }
-}
-
 private func ms(_ duration: Duration) -> Int { Int(duration.milliseconds.rounded()) }
 
 /// The `--json` output.

@@ -52,6 +52,35 @@ public enum FleetFailure: Error, Sendable, Equatable, CustomStringConvertible {
         case .database(let error): return error.description
         }
     }
+
+    /// What kind of failure it is, as a stable label: `keys` for a key list that could not be
+    /// built, else the ``EncryptedDatabaseError/category`` (`missingFile`, `busy`, …).
+    public var kind: String {
+        switch self {
+        case .keys: return "keys"
+        case .database(let error): return error.category.rawValue
+        }
+    }
+
+    /// A short reason for a run's summary: what is wrong with the file (`missing`, `empty file`,
+    /// `locked by another process`, …), or the start of the description.
+    public var reason: String {
+        switch self {
+        case .keys: return "key configuration (\(description.prefix(160)))"
+        case .database(let error):
+            switch error {
+            case .fileNotFound: return "missing"
+            case .notARegularFile: return "not a regular file"
+            case .emptyFile: return "empty file"
+            case .fileTooShort: return "too short to be a database"
+            case .plaintextDatabase: return "unencrypted, and its key list has no plaintext entry"
+            case .noKeyOpens(_, let tried): return "no configured key opens it (tried \(tried.joined(separator: ", ")))"
+            case .sqlcipher4File(_, let keyID, _): return "a SQLCipher 4 file (key \"\(keyID)\" is right for it)"
+            case .busy: return "locked by another process"
+            default: return "\(error.category.rawValue): \(String(error.description.prefix(160)))"
+            }
+        }
+    }
 }
 
 /// What happened to one database of a fleet.
@@ -69,6 +98,17 @@ public enum FleetResult: Sendable {
     public var isFailure: Bool {
         if case .failed = self { return true }
         return false
+    }
+
+    /// A stable label: `rotated`, `current` (already current, or checked and current),
+    /// `needs-rotation` (checked) or `failed`.
+    public var label: String {
+        switch self {
+        case .rotated: return "rotated"
+        case .alreadyCurrent: return "current"
+        case .checked(let check): return check.needsRotation ? "needs-rotation" : "current"
+        case .failed: return "failed"
+        }
     }
 }
 
@@ -164,17 +204,17 @@ public struct FleetReport: Sendable {
 public struct FleetRotation: Sendable {
     /// The databases, in the order their outcomes are reported.
     public let databases: [FleetDatabase]
-    /// How many databases are worked on at once (at least 1).
+    /// How many databases are worked on at once (within ``FleetLimits/jobs``).
     public let jobs: Int
     /// How each database is opened (busy timeout, verification, logger; `readOnly` is ignored).
     public let options: OpenOptions
     /// Only find which key opens each file; write nothing.
     public let checkOnly: Bool
 
-    /// A run over `databases` with `jobs` workers.
+    /// A run over `databases` with `jobs` workers (clamped into ``FleetLimits/jobs``).
     public init(databases: [FleetDatabase], jobs: Int = 2, options: OpenOptions = OpenOptions(), checkOnly: Bool = false) {
         self.databases = databases
-        self.jobs = max(1, jobs)
+        self.jobs = min(max(FleetLimits.jobs.lowerBound, jobs), FleetLimits.jobs.upperBound)
         self.options = options
         self.checkOnly = checkOnly
     }
@@ -182,25 +222,11 @@ public struct FleetRotation: Sendable {
     /// Runs the fleet. `progress` is called once per finished database, one call at a time (from
     /// worker threads), with the run's state and that database's outcome.
     public func run(progress: @escaping @Sendable (FleetProgress, FleetOutcome) -> Void = { _, _ in }) -> FleetReport {
-        let stopwatch = Stopwatch()
-        let sizes = databases.map { FileSystem.size(of: $0.path) ?? 0 }
-        let state = FleetState(count: databases.count, bytesTotal: sizes.reduce(0, +))
-        let workers = min(jobs, max(1, databases.count))
-        let group = DispatchGroup()
-        for _ in 0..<workers {
-            group.enter()
-            let thread = Thread { [self] in
-                defer { group.leave() }
-                while let index = state.nextIndex() {
-                    let outcome = process(databases[index], bytes: sizes[index])
-                    state.finish(index, outcome, elapsed: stopwatch.elapsed, report: progress)
-                }
-            }
-            thread.stackSize = 4 << 20
-            thread.start()
-        }
-        group.wait()
-        return FleetReport(outcomes: state.outcomes(), duration: stopwatch.elapsed, jobs: workers)
+        let run = FleetWorkers(paths: databases.map(\.path), jobs: jobs).run(
+            isFailure: { $0.result.isFailure },
+            work: { [self] index, bytes in process(databases[index], bytes: bytes) },
+            progress: progress)
+        return FleetReport(outcomes: run.outcomes, duration: run.duration, jobs: run.workers)
     }
 
     private func process(_ database: FleetDatabase, bytes: Int64) -> FleetOutcome {
@@ -224,44 +250,6 @@ public struct FleetRotation: Sendable {
             }
         }
         return FleetOutcome(path: database.path, result: result, bytes: bytes, duration: stopwatch.elapsed)
-    }
-}
-
-/// The shared state of a fleet run's workers. Every member is used with `lock` held.
-private final class FleetState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var next = 0
-    private var done = 0
-    private var failed = 0
-    private var bytesDone: Int64 = 0
-    private let bytesTotal: Int64
-    private var results: [FleetOutcome?]
-
-    init(count: Int, bytesTotal: Int64) {
-        results = Array(repeating: nil, count: count)
-        self.bytesTotal = bytesTotal
-    }
-
-    func nextIndex() -> Int? {
-        lock.withLock {
-            guard next < results.count else { return nil }
-            defer { next += 1 }
-            return next
-        }
-    }
-
-    func finish(_ index: Int, _ outcome: FleetOutcome, elapsed: Duration, report: (FleetProgress, FleetOutcome) -> Void) {
-        lock.withLock {
-            results[index] = outcome
-            done += 1
-            bytesDone += outcome.bytes
-            if outcome.result.isFailure { failed += 1 }
-            report(FleetProgress(done: done, total: results.count, bytesDone: bytesDone, bytesTotal: bytesTotal, elapsed: elapsed, failed: failed), outcome)
-        }
-    }
-
-    func outcomes() -> [FleetOutcome] {
-        lock.withLock { results.compactMap { $0 } }
     }
 }
 
