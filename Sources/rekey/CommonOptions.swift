@@ -32,13 +32,15 @@ struct CommonOptions: ParsableArguments {
             }
             throw ValidationError("\(unrecognized.count) unrecognized argument(s); they are not shown in case they hold a secret. See --help.")
         }
-        if !(busyTimeout >= 0 && busyTimeout <= 86_400) {
-            throw ValidationError("--busy-timeout must be between 0 and 86400 seconds")
+        if FleetLimits.busyTimeout(seconds: busyTimeout) == nil {
+            let range = FleetLimits.busyTimeout
+            throw ValidationError("--busy-timeout must be between \(range.lowerBound.components.seconds) and \(range.upperBound.components.seconds) seconds")
         }
     }
 
     var keysPath: String { keysFile ?? ProcessInfo.processInfo.environment[Self.keysFileVariable] ?? "Keys" }
-    var timeout: Duration { .milliseconds(Int64(busyTimeout * 1000)) }
+    /// The busy timeout (checked by `validate()`).
+    var timeout: Duration { FleetLimits.busyTimeout(seconds: busyTimeout) ?? FleetLimits.busyTimeout.lowerBound }
 
     func bootstrapLogging() {
         let level: Logger.Level = verbose ? .info : .warning
@@ -49,29 +51,37 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// Loads the Keys file, or prints why not and exits with the matching status.
-    func loadKeysFile() throws -> KeysFile {
+    /// The databases `selection` names, resolved by the library against the Keys file; or prints
+    /// why there are none and exits with the matching status.
+    func databases(_ selection: DatabaseSelection) throws -> [FleetDatabase] {
         do {
-            return try KeysFile.load(path: keysPath)
+            return try selection.databases(inKeysFileAt: keysPath)
         } catch {
-            FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
+            printError(error.description)
             throw ExitCode(ExitStatus(error).code)
         }
     }
 
-    /// The key list of one database, or prints why not and exits with the matching status.
-    func keyList(for path: String, in keysFile: KeysFile) throws -> KeyList {
-        do {
-            return try keysFile.keyList(forDatabase: path)
-        } catch {
-            FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
+    /// The key list of one database; or prints why there is none and exits with the matching status.
+    func keyList(for path: String) throws -> KeyList {
+        guard let database = try databases(.one(path)).first else { throw ExitCode(ExitStatus.usage.code) }
+        switch database.keys {
+        case .success(let keys):
+            return keys
+        case .failure(let error):
+            printError(error.description)
             throw ExitCode(ExitStatus(error).code)
         }
     }
 }
 
+/// Prints `rekey: <message>` on standard error.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data("rekey: \(message)\n".utf8))
+}
+
 /// Prints a database error and exits with its status.
 func fail(_ error: EncryptedDatabaseError) -> ExitCode {
-    FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
+    printError(error.description)
     return ExitCode(ExitStatus(error).code)
 }

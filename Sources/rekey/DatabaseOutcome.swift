@@ -14,8 +14,7 @@ struct DatabaseOutcome {
         switch result {
         case .rotated, .alreadyCurrent: return .success
         case .checked(let check): return check.needsRotation ? .needsRotation : .success
-        case .failed(.keys(let error)): return ExitStatus(error)
-        case .failed(.database(let error)): return ExitStatus(error)
+        case .failed(let failure): return ExitStatus(failure)
         }
     }
 }

@@ -56,6 +56,25 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         }
     }
 
+    init(_ failure: FleetFailure) {
+        switch failure {
+        case .keys(let error): self.init(error)
+        case .database(let error): self.init(error)
+        }
+    }
+
+    init(_ error: DatabaseSelectionError) {
+        switch error {
+        case .nothingSelected, .noDatabases: self = .usage
+        case .keysFile(let error): self.init(error)
+        }
+    }
+
+    /// A `status` outcome: success when the state was read (even when the file needs rotation).
+    init(_ outcome: FleetInspectionOutcome) {
+        self = outcome.failure.map(ExitStatus.init) ?? .success
+    }
+
     /// The worst status of several files: any failure wins over "needs rotation", which wins
     /// over success; among failures, the first one in this order.
     static func overall(_ statuses: [ExitStatus]) -> ExitStatus {

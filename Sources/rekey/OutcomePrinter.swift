@@ -11,7 +11,7 @@ struct OutcomePrinter {
     func printLine(_ outcome: DatabaseOutcome) {
         switch outcome.result {
         case .failed(let failure):
-            FileHandle.standardError.write(Data("rekey: \(failure.description)\n".utf8))
+            printError(failure.description)
         default:
             FileHandle.standardOutput.write(Data((line(for: outcome) + "\n").utf8))
         }
@@ -46,12 +46,7 @@ struct OutcomePrinter {
         case .rotated(let report):
             let rotation = report.rotation!
             let how = rotation.method == .export ? "rewritten for" : "rotated to"
-            let step = switch rotation.method {
-            case .export: "export"
-            case .pageReencryption: "page re-encryption"
-            case .inPlace: "engine rekey"
-            }
-            return "\(outcome.path): opened with key \"\(report.openedWithKeyID)\", \(how) \"\(rotation.toKeyID)\" in \(ms(rotation.totalDuration)) ms (\(step) \(ms(rotation.rekeyDuration)) ms, verify \(rotation.verification.rawValue) \(ms(rotation.verifyDuration)) ms)"
+            return "\(outcome.path): opened with key \"\(report.openedWithKeyID)\", \(how) \"\(rotation.toKeyID)\" in \(ms(rotation.totalDuration)) ms (\(rotation.method.name) \(ms(rotation.rekeyDuration)) ms, verify \(rotation.verification.rawValue) \(ms(rotation.verifyDuration)) ms)"
         case .alreadyCurrent(let report):
             return "\(outcome.path): already on the current key \"\(report.currentKeyID)\" (\(report.attempts.count) key(s) tried, \(ms(report.totalDuration)) ms)"
         case .checked(let check):
@@ -84,9 +79,9 @@ struct JSONDocument: Encodable {
         init(_ outcome: DatabaseOutcome) {
             path = outcome.path
             exitCode = outcome.status.code
+            status = outcome.result.label
             switch outcome.result {
             case .rotated(let report), .alreadyCurrent(let report):
-                status = report.rotated ? "rotated" : "current"
                 openedWithKeyID = report.openedWithKeyID
                 currentKeyID = report.currentKeyID
                 keysTried = report.attempts.map(\.keyID)
@@ -95,7 +90,6 @@ struct JSONDocument: Encodable {
                 rotation = report.rotation.map(Rotation.init)
                 error = nil
             case .checked(let check):
-                status = check.needsRotation ? "needs-rotation" : "current"
                 openedWithKeyID = check.openedWithKeyID
                 currentKeyID = check.currentKeyID
                 keysTried = check.attempts.map(\.keyID)
@@ -104,7 +98,6 @@ struct JSONDocument: Encodable {
                 rotation = nil
                 error = nil
             case .failed(let failure):
-                status = "failed"
                 openedWithKeyID = nil
                 currentKeyID = nil
                 keysTried = nil
@@ -145,10 +138,7 @@ struct JSONDocument: Encodable {
         let message: String
 
         init(_ failure: FleetFailure) {
-            switch failure {
-            case .keys: kind = "keys"
-            case .database(let error): kind = error.category.rawValue
-            }
+            kind = failure.kind
             message = failure.description
         }
     }

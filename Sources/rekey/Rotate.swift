@@ -19,11 +19,7 @@ struct Rotate: ParsableCommand {
             """
     )
 
-    @Option(name: .customLong("db"), help: ArgumentHelp("A database file to rotate; repeat for several.", valueName: "path"))
-    var databases: [String] = []
-
-    @Flag(help: "Every database the Keys file names (exact paths, and the files its glob patterns match).")
-    var all = false
+    @OptionGroup var selection: DatabaseOptions
 
     @Option(help: ArgumentHelp("How many databases to work on at once.", valueName: "n"))
     var jobs: Int = 2
@@ -46,41 +42,22 @@ struct Rotate: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
-        if databases.isEmpty && !all {
-            throw ValidationError("give at least one database with --db <path>, or --all for every database of the Keys file")
+        try selection.validateSelection()
+        if !FleetLimits.jobs.contains(jobs) {
+            throw ValidationError("--jobs must be between \(FleetLimits.jobs.lowerBound) and \(FleetLimits.jobs.upperBound)")
         }
-        if !(1...256).contains(jobs) {
-            throw ValidationError("--jobs must be between 1 and 256")
-        }
-        if !(1...OpenOptions.maximumRotationThreads).contains(threads) {
-            throw ValidationError("--threads must be between 1 and \(OpenOptions.maximumRotationThreads)")
+        if !FleetLimits.rotationThreads.contains(threads) {
+            throw ValidationError("--threads must be between \(FleetLimits.rotationThreads.lowerBound) and \(FleetLimits.rotationThreads.upperBound)")
         }
     }
 
-    mutating func run() throws {
+    func run() throws {
         common.bootstrapLogging()
+        let databases = try common.databases(selection.selection)
         let options = OpenOptions(busyTimeout: common.timeout, verification: verify, rotationStrategy: strategy, rotationThreads: threads, logger: Logger(label: "rekey"))
-
-        var fleet: [FleetDatabase]
-        switch Result(catching: { () throws(KeyConfigurationError) in try KeysFile.load(path: common.keysPath) }) {
-        case .failure(let error):
-            guard !databases.isEmpty else { throw fail(error) }
-            fleet = databases.map { FleetDatabase(path: $0, keyError: error) }
-        case .success(let keysFile):
-            fleet = databases.map { FleetDatabase.named($0, in: keysFile) }
-            if all {
-                let given = Set(fleet.map(\.path))
-                fleet += FleetDatabase.all(in: keysFile).filter { !given.contains($0.path) }
-            }
-        }
-        if fleet.isEmpty {
-            FileHandle.standardError.write(Data("rekey: the Keys file \(common.keysPath) names no database (its patterns match no file); check its paths and glob patterns\n".utf8))
-            throw ExitCode(ExitStatus.usage.code)
-        }
-
         let printer = OutcomePrinter(json: json)
         let display = ProgressDisplay(enabled: isatty(STDERR_FILENO) == 1, printLines: !json, printer: printer)
-        let report = FleetRotation(databases: fleet, jobs: jobs, options: options, checkOnly: check).run { progress, outcome in
+        let report = FleetRotation(databases: databases, jobs: jobs, options: options, checkOnly: check).run { progress, outcome in
             display.update(progress, finished: DatabaseOutcome(outcome))
         }
         display.finish()
@@ -92,10 +69,5 @@ struct Rotate: ParsableCommand {
         }
         let status = ExitStatus.overall(outcomes.map(\.status))
         if status != .success { throw ExitCode(status.code) }
-    }
-
-    private func fail(_ error: KeyConfigurationError) -> ExitCode {
-        FileHandle.standardError.write(Data("rekey: \(error.description)\n".utf8))
-        return ExitCode(ExitStatus(error).code)
     }
 }
