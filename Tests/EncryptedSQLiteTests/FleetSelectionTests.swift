@@ -45,6 +45,18 @@ private struct SelectionFolder {
 
 @Suite("Fleet selection, inspection and limits (library API)")
 struct FleetSelectionTests {
+    @Test("a file named twice (relative and absolute, or through a path with ./ and ..) is selected once, so no two workers rotate it at once")
+    func sameFileOnce() throws {
+        let folder = try SelectionFolder()
+        let keysFile = try folder.keysFile()
+        let app = folder.directory.file("app.sqlite")
+        let detour = folder.directory.file("tenants/../app.sqlite")
+        let selection = DatabaseSelection(paths: [app, detour, folder.directory.file("./app.sqlite")], all: true)
+        let databases = try selection.databases(in: keysFile, environment: folder.ring.environment)
+        #expect(databases.map(\.path) == folder.everyPath)
+        #expect(Set(databases.map { KeysFile.canonical($0.path) }).count == databases.count)
+    }
+
     @Test("a selection resolves named paths first, in order, then every other database of the Keys file in file order, each once")
     func selectionOrder() throws {
         let folder = try SelectionFolder()

@@ -64,13 +64,14 @@ public struct DatabaseSelection: Sendable, Equatable {
     ///   the Keys file names no database (its patterns match no file now).
     public func databases(in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) throws(DatabaseSelectionError) -> [FleetDatabase] {
         guard !isEmpty else { throw .nothingSelected }
-        var databases = paths.map { FleetDatabase.named($0, in: keysFile, environment: environment) }
+        // Each file once, however it is named (relative, absolute, through a link to its folder):
+        // two workers must never rotate the same file at once.
+        var seen = Set<String>()
+        var selected = paths.filter { seen.insert(KeysFile.canonical($0)).inserted }
         if includesAll {
-            let named = Set(paths)
-            databases += keysFile.allDatabasePaths()
-                .filter { !named.contains($0) }
-                .map { FleetDatabase.named($0, in: keysFile, environment: environment) }
+            selected += keysFile.allDatabasePaths().filter { seen.insert(KeysFile.canonical($0)).inserted }
         }
+        let databases = selected.map { FleetDatabase.named($0, in: keysFile, environment: environment) }
         guard !databases.isEmpty else { throw .noDatabases(keysFile: keysFile.path) }
         return databases
     }

@@ -39,7 +39,7 @@ extension KeysFile {
     }
 
     /// Absolute, standardized, with symbolic links in the folder resolved (the file itself may not exist).
-    static func canonical(_ path: String) -> String {
+    package static func canonical(_ path: String) -> String {
         let absolute = absolute(path, base: FileManager.default.currentDirectoryPath)
         let url = URL(fileURLWithPath: absolute)
         let folder = url.deletingLastPathComponent().path
