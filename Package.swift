@@ -111,7 +111,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashTests",
-            dependencies: ["EncryptedSQLite", "TestSupport", "crash-harness", "rekey"]
+            dependencies: [
+                "EncryptedSQLite", "SQLCipherConnection", "CipherFormats", "KeyConfiguration", "DurableFiles",
+                "TestSupport", "crash-harness", "rekey",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

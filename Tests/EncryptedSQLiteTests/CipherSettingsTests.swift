@@ -39,7 +39,7 @@ struct CipherSettingsTests {
         #expect(made.status == 0, "\(made.stderr)")
         let old = DatabaseKey(id: "old", source: .passphrase(passphrase), cipher: kind.cipher, legacy: kind.legacy)
         let oldOnly = try KeyList(database: path, keys: [old])
-        let expected = try digest(of: path, with: oldOnly)
+        let expected = try Fixture.digest(of: path, with: oldOnly)
 
         // Without its settings the key does not open the file; nothing changes.
         let snapshot = FileSnapshot(path)
@@ -70,7 +70,7 @@ struct CipherSettingsTests {
         let path = directory.file("app.sqlite")
         try Fixture.createWithShell(at: path, key: .passphrase(passphrase), rows: 80)
         let before = DatabaseKey(id: "2024", source: .passphrase(passphrase))
-        let expected = try digest(of: path, with: KeyList(database: path, keys: [before]))
+        let expected = try Fixture.digest(of: path, with: KeyList(database: path, keys: [before]))
         let after = DatabaseKey(id: "2025", source: .passphrase(passphrase), cipher: CipherSettings(kdfIterations: 100_000, pageSize: 4096))
         let database = try EncryptedDatabase(path: path, keys: KeyList(database: path, keys: [before, after]))
         #expect(database.report.rotation?.method == .export)

@@ -33,7 +33,7 @@ struct InspectionTests {
         #expect(try SQLCipherShell.run(path, key: ring.keys[1].shellKey, trickySQL).status == 0)
         let keys = try ring.keyList(database: path)
         let snapshot = FileSnapshot(path)
-        let expected = try digest(of: path, with: keys)
+        let expected = try Fixture.digest(of: path, with: keys)
 
         var lines: [String] = []
         try DatabaseInspection.dump(path: path, keys: keys) { lines.append($0) }
@@ -53,7 +53,7 @@ struct InspectionTests {
         let shell = try SQLiteShell.run(plain, dump)
         #expect(shell.status == 0, "\(shell.stderr)")
         let plainKeys = try KeyList(database: plain, keys: [.plaintext(id: "p"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))])
-        #expect(try digest(of: plain, with: plainKeys) == expected)
+        #expect(try Fixture.digest(of: plain, with: plainKeys) == expected)
     }
 
     @Test("a decrypted copy is a verified plaintext file the sqlite3 shell reads; the source is untouched; an existing target is never overwritten")
@@ -64,7 +64,7 @@ struct InspectionTests {
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 90)
         let keys = try ring.keyList(database: path)
         let snapshot = FileSnapshot(path)
-        let expected = try digest(of: path, with: ring.only(0, database: path))
+        let expected = try Fixture.digest(of: path, with: ring.only(0, database: path))
         let target = directory.file("copy.sqlite")
         try DatabaseInspection.decryptedCopy(path: path, keys: keys, to: target)
         #expect(FileSnapshot(path).bytes == snapshot.bytes)
@@ -72,7 +72,7 @@ struct InspectionTests {
         let shell = try SQLiteShell.run(target, "PRAGMA integrity_check; PRAGMA user_version; PRAGMA application_id; SELECT count(*) FROM people;")
         #expect(shell.stdout == "ok\n42\n1234567\n90\n")
         let plainKeys = try KeyList(database: target, keys: [.plaintext(id: "p"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))])
-        #expect(try digest(of: target, with: plainKeys) == expected)
+        #expect(try Fixture.digest(of: target, with: plainKeys) == expected)
         #expect(databaseFiles(in: directory).sorted() == ["app.sqlite", "copy.sqlite"])
 
         let existing = FileSnapshot(target)

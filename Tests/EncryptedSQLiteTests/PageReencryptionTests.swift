@@ -58,7 +58,7 @@ struct PageReencryptionTests {
         let directory = TemporaryDirectory("pages")
         let (path, ring, keys) = try makeFile(scenario, in: directory)
         let onlyOld = try KeyList(database: path, keys: [keys.keys[0].asDatabaseKey], environment: ring.environment)
-        let before = try digest(of: path, with: onlyOld)
+        let before = try Fixture.digest(of: path, with: onlyOld)
         let saltBefore = DerivedKey.salt(ofFileAt: path)
         let size = FileSystem.size(of: path)
 
@@ -91,7 +91,7 @@ struct PageReencryptionTests {
         let directory = TemporaryDirectory("threads")
         let (path, ring, keys) = try makeFile(scenario, in: directory)
         let onlyOld = try KeyList(database: path, keys: [keys.keys[0].asDatabaseKey], environment: ring.environment)
-        let before = try digest(of: path, with: onlyOld)
+        let before = try Fixture.digest(of: path, with: onlyOld)
         let options = OpenOptions(rotationThreads: threads)
         #expect(options.rotationThreads == min(threads, OpenOptions.maximumRotationThreads))
         do {
@@ -116,7 +116,7 @@ struct PageReencryptionTests {
         let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .passphrase, newKind: .hex, kdfIterations: nil)
         let (path, ring, keys) = try makeFile(scenario, in: directory, rows: 1500)
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
-        let before = try digest(of: path, with: ring.only(0, database: path))
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
         let image = TemporaryDirectory("crash-image")
 
         // Count the writes and syncs of an uninterrupted rotation of a copy.
@@ -255,7 +255,7 @@ struct PageReencryptionTests {
         let ring = TestKeyring([.hex, .hex], in: directory)
         let path = directory.file("app.sqlite")
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
-        let before = try digest(of: path, with: ring.only(0, database: path))
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
         let stale = try EncryptedDatabase(path: path, keys: ring.only(0, database: path))
         #expect(try stale.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } == 200)
 
@@ -313,7 +313,7 @@ struct PageReencryptionTests {
             """)
         #expect(made.status == 0, "\(made.stderr)")
         #expect((FileSystem.size(of: path) ?? 0) > 0x4000_0000 + 1024)
-        let before = try digest(of: path, with: ring.only(0, database: path))
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
         let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
         #expect(database.report.rotation?.method == .pageReencryption)
         #expect(try database.read { try Fixture.contentDigest($0) } == before)

@@ -20,7 +20,7 @@ struct PlaintextEncryptionTests {
         let path = directory.file("app.sqlite")
         try SQLiteShell.createFixture(at: path, rows: 300, walMode: walMode)
         let keys = try ring.keyList(database: path)
-        let expected = try digest(of: path, with: keys)
+        let expected = try Fixture.digest(of: path, with: keys)
         #expect(DatabaseFileKind.inspect(path: path) == .plaintextSQLite(bytes: Int(FileSystem.size(of: path)!)))
 
         let database = try EncryptedDatabase(path: path, keys: keys)

@@ -6,12 +6,6 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Reads a file's content digest with exactly one key, without rotating anything.
-func digest(of path: String, with keys: KeyList) throws -> String {
-    let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
-    return try database.read { try Fixture.contentDigest($0) }
-}
-
 /// One case of the old-key upgrade matrix.
 struct UpgradeCase: CustomTestStringConvertible, Sendable {
     let kinds: [SourceKind]
@@ -51,7 +45,7 @@ struct RotationTests {
         } else {
             try Fixture.createWithLibrary(at: path, keys: ring.only(scenario.oldIndex, database: path))
         }
-        let before = try digest(of: path, with: ring.only(scenario.oldIndex, database: path))
+        let before = try Fixture.digest(of: path, with: ring.only(scenario.oldIndex, database: path))
 
         let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(rotationStrategy: scenario.strategy))
         let report = database.report
@@ -96,7 +90,7 @@ struct RotationTests {
         let ring = TestKeyring([.hex, .passphrase], in: directory)
         let path = directory.file("app.sqlite")
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 2000, walMode: true)
-        let before = try digest(of: path, with: ring.only(0, database: path))
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
         do {
             let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(rotationStrategy: strategy))
             #expect(database.report.rotation?.journalMode == "wal")

@@ -41,6 +41,12 @@ public enum Fixture {
         }
     }
 
+    /// Reads a file's content digest with exactly the given keys, without rotating anything.
+    public static func digest(of path: String, with keys: KeyList) throws -> String {
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
+        return try database.read { try contentDigest($0) }
+    }
+
     /// A digest of everything a user would check: every schema object's SQL, every row of every
     /// table in rowid order, `user_version` and `application_id`.
     public static func contentDigest(_ db: Connection) throws -> String {

@@ -91,13 +91,13 @@ struct PowerCutTests {
             case .plaintextExport:
                 try SQLiteShell.createFixture(at: path, rows: 1500)
                 #expect(try SQLiteShell.run(path, blobs).status == 0)
-                expected = try digest(of: path, with: KeyList(database: path, keys: [.plaintext(id: "v0"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))]))
+                expected = try Fixture.digest(of: path, with: KeyList(database: path, keys: [.plaintext(id: "v0"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))]))
             case .creation:
                 expected = ""
             default:
                 try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL)
                 #expect(try SQLCipherShell.run(path, key: ring.keys[0].shellKey, blobs + " PRAGMA wal_checkpoint(TRUNCATE);").status == 0)
-                expected = try digest(of: path, with: ring.only(0, database: path))
+                expected = try Fixture.digest(of: path, with: ring.only(0, database: path))
             }
         }
 
