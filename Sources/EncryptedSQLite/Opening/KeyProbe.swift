@@ -25,14 +25,15 @@ struct KeyProbe {
     /// The returned key carries the cipher settings that opened the file (for a legacy key, the
     /// variant that matched).
     func run() throws(EncryptedDatabaseError) -> Outcome {
-        if case .plaintextSQLite = DatabaseFileKind.inspect(path: path), let plaintext = keys.plaintextKey {
+        let kind = DatabaseFileKind.inspect(path: path)
+        if case .plaintextSQLite = kind, let plaintext = keys.plaintextKey {
             let stopwatch = Stopwatch()
             if let (connection, key) = try trial.find(plaintext) {
                 return Outcome(connection: connection, key: key, attempts: [.init(keyID: key.id, opened: true, duration: stopwatch.elapsed)])
             }
             throw .noKeyOpens(path: path, triedKeyIDs: [plaintext.id])
         }
-        try Self.requireEncryptedCandidate(path: path)
+        try Self.requireEncryptedCandidate(kind, path: path)
         var attempts: [OpenReport.KeyAttempt] = []
         for key in keys.trialOrder {
             let stopwatch = Stopwatch()
@@ -50,8 +51,8 @@ struct KeyProbe {
     }
 
     /// Throws the matching error unless the file could be an encrypted database.
-    static func requireEncryptedCandidate(path: String) throws(EncryptedDatabaseError) {
-        switch DatabaseFileKind.inspect(path: path) {
+    static func requireEncryptedCandidate(_ kind: DatabaseFileKind, path: String) throws(EncryptedDatabaseError) {
+        switch kind {
         case .missing: throw .fileNotFound(path: path)
         case .notARegularFile(let kind): throw .notARegularFile(path: path, kind: kind)
         case .unreadable(let reason): throw .permissionDenied(path: path, reason: reason)

@@ -31,3 +31,14 @@ public enum RotationMethod: String, Sendable, Codable {
     /// Export to a new file, verification, atomic swap (plaintext, legacy or settings change).
     case export
 }
+
+extension RotationMethod {
+    /// A short name for reports: `page re-encryption`, `engine rekey` or `export`.
+    public var name: String {
+        switch self {
+        case .pageReencryption: return "page re-encryption"
+        case .inPlace: return "engine rekey"
+        case .export: return "export"
+        }
+    }
+}
