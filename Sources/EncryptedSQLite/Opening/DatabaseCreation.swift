@@ -18,6 +18,10 @@ struct DatabaseCreation {
 
     /// Creates the file. Returns `false` when another process created it first (the caller then
     /// opens it like any existing file).
+    /// - Throws: ``EncryptedDatabaseError``. A failure up to the link leaves neither the target nor
+    ///   the temporary. A failure to flush the folder comes after the link: the complete database is
+    ///   then in place and the temporary gone, but the error is thrown all the same, since the new
+    ///   name might not survive a power cut; the next open opens the file like any existing one.
     func run() throws(EncryptedDatabaseError) -> Bool {
         let folder = FileSystem.folder(of: path)
         var isDirectory: ObjCBool = false
