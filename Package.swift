@@ -95,7 +95,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RekeyTests",
-            dependencies: ["EncryptedSQLite", "TestSupport", "rekey"]
+            dependencies: ["EncryptedSQLite", "TestSupport", "rekey", "crash-harness"]
         ),
         // A small program the crash tests run and kill -9 (not a product).
         .executableTarget(

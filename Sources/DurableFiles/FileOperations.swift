@@ -15,7 +15,7 @@ package struct FileOperations: Sendable {
     /// Removes a name; a missing one is not an error.
     package var removeIfPresent: @Sendable (_ path: String) -> Void
     /// Creates a new file (failing if the name exists) with `mode`, owned like `ownerOf` where
-    /// allowed, open for reading and writing.
+    /// allowed (the mode exact with `ownerOf`, else narrowed by the umask), open for reading and writing.
     package var createFile: @Sendable (_ path: String, _ mode: mode_t, _ ownerOf: String?) throws(FileSystemError) -> any RandomAccessFile
     /// Lets the seam see a file that the library writes through another handle (SQLite's own
     /// handle of the database): returns the handle to use instead. ``system`` returns it unchanged.

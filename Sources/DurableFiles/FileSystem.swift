@@ -24,8 +24,19 @@ package enum FileSystem {
         guard link(source, target) == 0 else { throw .failed(operation: "link \(source) to \(target)", errno: errno) }
     }
 
-    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed (root
-    /// only), open for reading and writing, with an exclusive `flock` held; returns the descriptor.
+    /// The mode of a new file that copies no other (a new database, a decrypted copy): owner read
+    /// and write only, narrowed further by the process's umask, as `sqlite3` makes its files
+    /// under the usual umasks. SQLite gives a database's `-journal`, `-wal` and `-shm` files the
+    /// database's own mode.
+    package static let newFileMode: mode_t = 0o600
+
+    /// Creates `path` (failing if it exists), open for reading and writing, with an exclusive
+    /// `flock` held; returns the descriptor.
+    ///
+    /// Without `owner`, the file gets `mode` narrowed by the umask, like any new file. With
+    /// `owner` (a copy or journal that stands in for that file), it gets `mode` exactly, whatever
+    /// the umask, and `owner`'s user and group when allowed (root only): a rotation never changes
+    /// a database's mode or owner.
     package static func createLocked(_ path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) -> Int32 {
         let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
@@ -35,9 +46,10 @@ package enum FileSystem {
             unlink(path)
             throw .failed(operation: "lock \(path)", errno: code)
         }
+        guard let owner else { return descriptor }
         _ = fchmod(descriptor, mode)
         var status = stat()
-        if let owner, stat(owner, &status) == 0 {
+        if stat(owner, &status) == 0 {
             _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
         }
         return descriptor

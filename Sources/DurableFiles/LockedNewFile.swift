@@ -7,7 +7,8 @@ package final class LockedNewFile {
     package let path: String
     private var descriptor: Int32
 
-    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed, and locks it.
+    /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed, and locks it
+    /// (the mode is exact with `owner`, narrowed by the umask without; see `FileSystem.createLocked`).
     package init(path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
         self.path = path
         descriptor = try FileSystem.createLocked(path, mode: mode, ownerOf: owner)

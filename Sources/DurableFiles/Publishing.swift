@@ -83,7 +83,8 @@ package final class DurableNewFile {
     private var published = false
 
     /// Creates the temporary (failing if it exists) with `mode`, owned like `ownerOf` where
-    /// allowed (root only), and locks it.
+    /// allowed (root only), and locks it. The mode is exact with `ownerOf`, narrowed by the umask
+    /// without (``FileSystem/createLocked(_:mode:ownerOf:)``).
     /// - Throws: ``FileSystemError`` when it cannot be created or locked.
     package init(temporaryPath: String, mode: mode_t, ownerOf owner: String?, files: FileOperations) throws(FileSystemError) {
         self.temporaryPath = temporaryPath

@@ -27,8 +27,9 @@ package final class DescriptorFile: RandomAccessFile, @unchecked Sendable {
     private var descriptor: Int32
 
     /// Creates `path` (failing if it exists) with `mode`, owned like `owner` when allowed (root
-    /// only), open for reading and writing, and holds an exclusive `flock` on it until closed, so
-    /// that a later run can tell it from the leftover of a dead process (``LockedNewFile``).
+    /// only; the mode is then exact, else narrowed by the umask), open for reading and writing,
+    /// and holds an exclusive `flock` on it until closed, so that a later run can tell it from the
+    /// leftover of a dead process (``LockedNewFile``).
     package init(creating path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) {
         self.path = path
         descriptor = try FileSystem.createLocked(path, mode: mode, ownerOf: owner)

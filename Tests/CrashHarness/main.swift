@@ -1,20 +1,28 @@
-// crash-harness: a small program the crash tests run and kill -9 at random instants.
+// crash-harness: a small program the crash tests run and kill -9 at random instants, and that
+// other tests run in a child process when they need a process-wide setting such as the umask.
 //
 //   crash-harness migrate <database>   opens (creating it) and applies HarnessMigrations
 //   crash-harness write <database>     commits rows 1, 2, 3, … to `ledger`, one transaction each,
 //                                      printing "committed N" after each commit returns; when its
 //                                      connection stops working (another process rotated the file),
 //                                      it opens the file again with the key list and goes on
+//   crash-harness modes <database> wal|delete
+//                                      creates the database in that journal mode and writes to it,
+//                                      printing "<suffix> <octal mode>" for the database ("db") and
+//                                      for each side file while it exists (-journal inside a write,
+//                                      -wal and -shm while the connection is open)
 //
-// Keys come from the environment, never argv: HARNESS_KEY_HEX (migrate), HARNESS_OLD_KEY_HEX and
-// HARNESS_NEW_KEY_HEX (write), 64 hex digits each.
+// Keys come from the environment, never argv: HARNESS_KEY_HEX (migrate, modes), HARNESS_OLD_KEY_HEX
+// and HARNESS_NEW_KEY_HEX (write), 64 hex digits each.
 import EncryptedSQLite
 import Foundation
 import TestSupport
 
 let arguments = CommandLine.arguments
-guard arguments.count == 3, ["migrate", "write"].contains(arguments[1]) else {
-    FileHandle.standardError.write(Data("usage: crash-harness migrate|write <database>\n".utf8))
+guard (arguments.count == 3 && ["migrate", "write"].contains(arguments[1]))
+    || (arguments.count == 4 && arguments[1] == "modes" && ["wal", "delete"].contains(arguments[3]))
+else {
+    FileHandle.standardError.write(Data("usage: crash-harness migrate|write <database> | modes <database> wal|delete\n".utf8))
     exit(64)
 }
 let path = arguments[2]
@@ -24,7 +32,33 @@ func fail(_ error: any Error) -> Never {
     exit(1)
 }
 
+/// Prints `<label> <octal permission bits>` for `file` when it exists.
+func printMode(_ label: String, _ file: String) {
+    var status = stat()
+    guard stat(file, &status) == 0 else { return }
+    print("\(label) \(String(status.st_mode & 0o7777, radix: 8))")
+}
+
 switch arguments[1] {
+case "modes":
+    do {
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "harness", source: .environment(variable: "HARNESS_KEY_HEX", format: .hex))])
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
+        printMode("db", path)
+        try database.writeWithoutTransaction { db in
+            _ = try db.queryValue("PRAGMA journal_mode = \(arguments[3] == "wal" ? "WAL" : "DELETE")", as: String.self)
+        }
+        try database.write { db in
+            try db.execute("CREATE TABLE IF NOT EXISTS notes(id INTEGER PRIMARY KEY, body BLOB)")
+            try db.execute("INSERT INTO notes(body) VALUES (randomblob(5000))")
+            printMode("-journal", path + "-journal")  // exists inside a write in rollback mode
+        }
+        printMode("-wal", path + "-wal")
+        printMode("-shm", path + "-shm")
+    } catch {
+        fail(error)
+    }
+
 case "migrate":
     do {
         let rows = Int(ProcessInfo.processInfo.environment["HARNESS_LEDGER_ROWS"] ?? "") ?? 150_000

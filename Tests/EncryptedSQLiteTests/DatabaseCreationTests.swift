@@ -62,7 +62,7 @@ struct CreationSetup {
 
 @Suite("Database creation (temporary, flock, publish)")
 struct DatabaseCreationTests {
-    @Test("the new file opens with the current key only, mode 0644, empty, and no temporary is left; the temporary is named, locked and complete before it is linked")
+    @Test("the new file opens with the current key only, mode 0600, empty, and no temporary is left; the temporary is named, locked and complete before it is linked")
     func creates() throws {
         let setup = try CreationSetup()
         let path = setup.path
@@ -96,7 +96,7 @@ struct DatabaseCreationTests {
         #expect(steps == ["fsync \(temporary)", "link \(temporary) \(path)", "folder \(FileSystem.folder(of: path))"])
 
         #expect(setup.directory.listing() == ["app.sqlite"])
-        #expect(FileSystem.permissions(of: path) == 0o644)
+        #expect(FileSystem.permissions(of: path) == 0o600)
         #expect(try SQLCipherShell.opens(path, with: setup.ring.keys[1].shellKey))
         #expect(try !SQLCipherShell.opens(path, with: setup.ring.keys[0].shellKey))
         #expect(try SQLCipherShell.run(path, key: setup.ring.keys[1].shellKey, "SELECT count(*) FROM sqlite_master;\nPRAGMA user_version;").stdout == "0\n0\n")

@@ -109,7 +109,7 @@ public enum DatabaseInspection {
         let temporary = RotationTemporaries.newPath(for: target, suffix: RotationTemporaries.exportSuffix)
         let copy: DurableNewFile
         do {
-            copy = try DurableNewFile(temporaryPath: temporary, mode: 0o600, ownerOf: nil, files: .system)
+            copy = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: .system)
         } catch {
             throw .ioFailure(path: target, operation: "creating a temporary file", detail: error.description)
         }

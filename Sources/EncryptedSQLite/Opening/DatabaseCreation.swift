@@ -8,7 +8,9 @@ import SQLCipherConnection
 /// target path: the database is built under a temporary name in the same folder
 /// (`.<name>.<8 hex>.rekey-create`, held with a `flock` while it lives), made durable, and then
 /// linked into place, which fails rather than replaces if the path appeared meanwhile. A temporary
-/// left by a killed process is removed by the next open (``RotationTemporaries``).
+/// left by a killed process is removed by the next open (``RotationTemporaries``). The file is
+/// owner-only (`0600` narrowed by the umask, see `FileSystem.newFileMode`), and so are the
+/// journals SQLite makes beside it.
 struct DatabaseCreation {
     let path: String
     let key: ResolvedKey
@@ -32,7 +34,7 @@ struct DatabaseCreation {
         let file: DurableNewFile
         do {
             file = try DurableNewFile(temporaryPath: RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.createSuffix),
-                                      mode: 0o644, ownerOf: nil, files: files)
+                                      mode: FileSystem.newFileMode, ownerOf: nil, files: files)
         } catch {
             throw EncryptedDatabaseError.from(error, path: path, operation: "creating the database")
         }
