@@ -107,3 +107,63 @@ struct KeyListTests {
         #expect(dumped.contains("visible-id"))
     }
 }
+
+@Suite("A raw key read as a passphrase")
+struct HexKeyReadAsPassphraseTests {
+    let directory = TemporaryDirectory("hexlike")
+
+    /// A file encrypted by the `sqlcipher` shell with a raw key, and a Keys file whose current
+    /// entry reads that key's hex file without `format: hex` (so as a passphrase).
+    func setUp(hexFile contents: (String) -> String) throws -> (database: String, hex: String, keys: KeyList) {
+        let hex = TestKeys.hex()
+        let database = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: database, key: .hex(hex), rows: 20)
+        _ = TestKeys.writeKeyFile(contents(hex), in: directory, name: "key.hex")
+        let keysPath = directory.file("Keys")
+        _ = FileManager.default.createFile(atPath: keysPath, contents: Data("""
+            databases:
+              - path: app.sqlite
+                keys:
+                  - id: old
+                    passphrase: "an old passphrase"
+                  - id: current
+                    file: key.hex
+            """.utf8))
+        return (database, hex, try KeysFile.load(path: keysPath).keyList(forDatabase: database))
+    }
+
+    @Test("noKeyOpens names the key whose 64 hex digits were read as a passphrase and suggests format: hex",
+          arguments: ["", "\n", "\r\n"])
+    func named(newline: String) throws {
+        let (database, hex, keys) = try setUp { $0.uppercased() + newline }
+        let snapshot = FileSnapshot(database)
+        do {
+            _ = try EncryptedDatabase(path: database, keys: keys)
+            Issue.record("the file opened")
+        } catch {
+            #expect(error == .noKeyOpens(path: database, triedKeyIDs: ["current", "old"], hexLikePassphraseKeyIDs: ["current"]))
+            #expect(error.description.contains("Key \"current\" is read as a passphrase but holds exactly 64 hex digits"))
+            #expect(error.description.contains("add `format: hex`"))
+            #expect(!error.description.lowercased().contains(hex))
+        }
+        #expect(FileSnapshot(database) == snapshot)
+        // With the format given, the same file opens.
+        let fixed = try KeyList(database: database, keys: [DatabaseKey(id: "current", source: .file(path: directory.file("key.hex"), format: .hex))])
+        #expect(try EncryptedDatabase.check(path: database, keys: fixed).openedWithKeyID == "current")
+    }
+
+    @Test("63 hex digits get no hint; a passphrase or environment variable of 64 hex digits does")
+    func otherSources() throws {
+        let (database, _, keys) = try setUp { String($0.dropLast()) + "\n" }  // 63 digits
+        #expect(throws: EncryptedDatabaseError.noKeyOpens(path: database, triedKeyIDs: ["current", "old"])) {
+            _ = try EncryptedDatabase(path: database, keys: keys)
+        }
+        let envKeys = try KeyList(database: database, keys: [
+            DatabaseKey(id: "env", source: .environment(variable: "HEXLIKE")),
+            DatabaseKey(id: "text", source: .passphrase(TestKeys.hex())),
+        ], environment: ["HEXLIKE": TestKeys.hex() + "\n"])
+        #expect(throws: EncryptedDatabaseError.noKeyOpens(path: database, triedKeyIDs: ["text", "env"], hexLikePassphraseKeyIDs: ["env", "text"])) {
+            _ = try EncryptedDatabase.check(path: database, keys: envKeys)
+        }
+    }
+}

@@ -102,6 +102,19 @@ public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, Cust
         try sqlcipherForm.withUnsafeBytes(body)
     }
 
+    /// `true` for a passphrase that is exactly 64 hex digits (before one optional trailing
+    /// newline): most likely a raw key that was read as a passphrase because its source lacks
+    /// `format: hex`. Says nothing about the digits themselves.
+    package var looksLikeHexKey: Bool {
+        guard kind == .passphrase else { return false }
+        return sqlcipherForm.withUnsafeBytes { bytes in
+            var count = bytes.count
+            if count > 0, bytes[count - 1] == UInt8(ascii: "\n") { count -= 1 }
+            if count > 0, bytes[count - 1] == UInt8(ascii: "\r") { count -= 1 }
+            return count == 64 && bytes.prefix(64).allSatisfy { Hex.value(of: $0) != nil }
+        }
+    }
+
     /// `true` when both are the same kind with the same bytes.
     package func isSameSecret(as other: KeyMaterial) -> Bool {
         kind == other.kind && sqlcipherForm.isEqual(to: other.sqlcipherForm)

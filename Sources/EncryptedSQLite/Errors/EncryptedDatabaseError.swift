@@ -23,8 +23,11 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     case fileTooShort(path: String, bytes: Int)
     /// The file is an unencrypted SQLite database.
     case plaintextDatabase(path: String)
-    /// None of the configured keys opens the file.
-    case noKeyOpens(path: String, triedKeyIDs: [String])
+    /// None of the configured keys opens the file. `hexLikePassphraseKeyIDs` names the tried
+    /// keys that are read as passphrases but are exactly 64 hex digits, as a raw key is written
+    /// (a key file or environment variable without `format: hex`); the description then suggests
+    /// `format: hex`.
+    case noKeyOpens(path: String, triedKeyIDs: [String], hexLikePassphraseKeyIDs: [String] = [])
     /// The file was written by SQLCipher 4 with its default settings, and key `keyID` is the right
     /// key for it (checked against the file's salt and page-1 HMAC), but the linked SQLCipher 3.4.1
     /// cannot read that format.
@@ -87,7 +90,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         switch self {
         case let .fileNotFound(path), let .notARegularFile(path, _), let .permissionDenied(path, _),
              let .emptyFile(path), let .fileTooShort(path, _), let .plaintextDatabase(path),
-             let .noKeyOpens(path, _), let .sqlcipher4File(path, _, _), let .targetExists(path),
+             let .noKeyOpens(path, _, _), let .sqlcipher4File(path, _, _), let .targetExists(path),
              let .busy(path, _), let .readOnly(path, _),
              let .rotationNeeded(path, _, _), let .rotationNotApplied(path, _, _, _),
              let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
@@ -111,8 +114,14 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
             return "\(path): only \(bytes) bytes, too short to be a database (at least 512); it is damaged or not a database: check the path, or restore the file from a backup. Nothing was changed."
         case .plaintextDatabase(let path):
             return "\(path): this is an unencrypted SQLite database and its key list has no plaintext entry; to encrypt it to the current key on the next open, add `plaintext: true` as the first (oldest) key entry in the Keys file (or DatabaseKey.plaintext(id:) first in the key list). Nothing was changed."
-        case let .noKeyOpens(path, tried):
-            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", "))). Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Add the key it was written with to its key list (with `legacy: true` for a SQLCipher 1.x/2.x file, `cipher:` for other settings), or restore the file from a backup. Nothing was changed."
+        case let .noKeyOpens(path, tried, hexLike):
+            let names = hexLike.map { "\"\($0)\"" }.joined(separator: ", ")
+            let hint = switch hexLike.count {
+            case 0: ""
+            case 1: " Key \(names) is read as a passphrase but holds exactly 64 hex digits, like a raw key: if it is one, add `format: hex` to its entry in the Keys file (`format: .hex` in a KeySource)."
+            default: " Keys \(names) are read as passphrases but hold exactly 64 hex digits, like raw keys: if they are, add `format: hex` to their entries in the Keys file (`format: .hex` in a KeySource)."
+            }
+            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", ")))." + hint + " Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Add the key it was written with to its key list (with `legacy: true` for a SQLCipher 1.x/2.x file, `cipher:` for other settings), or restore the file from a backup. Nothing was changed."
         case let .sqlcipher4File(path, keyID, tried):
             return "\(path): key \"\(keyID)\" is correct but this is a SQLCipher 4 file (written with SQLCipher 4's default settings); the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read it (tried: \(tried.joined(separator: ", "))). Convert it with SQLCipher 4 (open it there with key \"\(keyID)\", ATTACH a new file with PRAGMA cipher_compatibility = 3 and sqlcipher_export into it), or link SQLCipher 4. Nothing was changed."
         case .targetExists(let path):

@@ -74,7 +74,7 @@ public enum FleetFailure: Error, Sendable, Equatable, CustomStringConvertible {
             case .emptyFile: return "empty file"
             case .fileTooShort: return "too short to be a database"
             case .plaintextDatabase: return "unencrypted, and its key list has no plaintext entry"
-            case .noKeyOpens(_, let tried): return "no configured key opens it (tried \(tried.joined(separator: ", ")))"
+            case .noKeyOpens(_, let tried, _): return "no configured key opens it (tried \(tried.joined(separator: ", ")))"
             case .sqlcipher4File(_, let keyID, _): return "a SQLCipher 4 file (key \"\(keyID)\" is right for it)"
             case .busy: return "locked by another process"
             default: return "\(error.category.rawValue): \(String(error.description.prefix(160)))"

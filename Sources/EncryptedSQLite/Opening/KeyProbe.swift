@@ -47,7 +47,7 @@ struct KeyProbe {
         if let keyID = SQLCipher4Diagnosis(path: path).matchingKeyID(among: keys.trialOrder.map { ($0.id, $0.material) }) {
             throw .sqlcipher4File(path: path, keyID: keyID, triedKeyIDs: tried)
         }
-        throw .noKeyOpens(path: path, triedKeyIDs: tried)
+        throw .noKeyOpens(path: path, triedKeyIDs: tried, hexLikePassphraseKeyIDs: keys.hexLikePassphraseKeyIDs.filter(tried.contains))
     }
 
     /// Throws the matching error unless the file could be an encrypted database.

@@ -31,6 +31,7 @@ public struct KeyList: Sendable, CustomStringConvertible {
         var seen = Set<String>()
         var resolved: [ResolvedKey] = []
         var plaintextID: String?
+        var hexLike: [String] = []
         for (index, key) in keys.enumerated() {
             guard !key.id.trimmingCharacters(in: .whitespaces).isEmpty else {
                 throw .emptyKeyID(database: database, position: index + 1)
@@ -51,11 +52,18 @@ public struct KeyList: Sendable, CustomStringConvertible {
                 throw .duplicateKeyMaterial(keyID: key.id, sameAs: twin.id, database: database)
             }
             resolved.append(candidate)
+            if material.looksLikeHexKey, key.source.isReadAsPassphrase { hexLike.append(key.id) }
         }
         self.database = database
         self.keys = resolved
         self.plaintextKeyID = plaintextID
+        self.hexLikePassphraseKeyIDs = hexLike
     }
+
+    /// The ids of keys whose source is read as a passphrase (a `passphrase`, or an environment
+    /// variable or key file without `format: hex`) but whose material is exactly 64 hex digits,
+    /// as a raw key is written: when no key opens a file, the error names them.
+    package let hexLikePassphraseKeyIDs: [String]
 
     /// The id of the leading `plaintext` entry, when the list has one: unencrypted files are then
     /// encrypted to the current key when opened.

@@ -56,6 +56,15 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
     public var debugDescription: String { description }
     /// Shows the description only, so `dump()` never prints the secret.
     public var customMirror: Mirror { Mirror(self, children: ["source": description]) }
+
+    /// `true` when the source's text becomes a passphrase: a `passphrase`, or an environment
+    /// variable or key file with format `passphrase`.
+    var isReadAsPassphrase: Bool {
+        switch self {
+        case .passphrase, .environment(_, .passphrase), .file(_, .passphrase): return true
+        default: return false
+        }
+    }
 }
 
 /// One key of a database's key list: a label that may appear in logs and errors, and where its
