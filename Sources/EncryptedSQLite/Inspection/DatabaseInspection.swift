@@ -36,20 +36,24 @@ public struct DatabaseState: Sendable, Equatable, Codable {
     public let userVersion: Int32
     /// `PRAGMA application_id`.
     public let applicationID: Int32
-    /// SQLite side files next to the database (`-journal`, `-wal`, `-shm`) that exist now.
+    /// SQLite side files next to the database (`-journal`, `-wal`, `-shm`) that existed before
+    /// the inspection (another connection's, or a crash's).
     public let sideFiles: [String]
     /// The linked SQLCipher version.
     public let engineVersion: String
 }
 
 /// Read-only tools over one database file: its state, a SQL dump, and a decrypted copy. None of
-/// them writes to the database; each opens it read-only with the key list (trying keys as
-/// ``EncryptedDatabase`` does) and never rotates it.
+/// them writes to the database; each opens it with the key list (trying keys as
+/// ``EncryptedDatabase`` does), writes nothing through that connection, never rotates it, and
+/// leaves the database's folder as it found it: `-wal` and `-shm` files that a WAL-mode file
+/// needs while it is read are removed when done, unless they existed before.
 public enum DatabaseInspection {
     /// Which key opens the file and its journal mode, page size and count, KDF iterations, size
     /// and other facts, without changing it.
     /// - Throws: ``EncryptedDatabaseError`` as for opening (missing, no key opens it, …).
     public static func state(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> DatabaseState {
+        let sideFiles = ["-journal", "-wal", "-shm"].filter { FileManager.default.fileExists(atPath: path + $0) }
         let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
         defer { outcome.connection.close() }
         let key = outcome.key
@@ -68,7 +72,7 @@ public enum DatabaseInspection {
                 useHMAC: key.isPlaintext ? nil : settings.useHMAC,
                 legacy: key.legacy,
                 userVersion: try db.userVersion(), applicationID: try db.applicationID(),
-                sideFiles: ["-journal", "-wal", "-shm"].filter { FileManager.default.fileExists(atPath: path + $0) },
+                sideFiles: sideFiles,
                 engineVersion: SQLCipherEngine.linked.version)
         } catch {
             throw .ioFailure(path: path, operation: "reading the database's state", detail: "\(error)")
@@ -128,6 +132,6 @@ public enum DatabaseInspection {
     }
 
     private static func probe(path: String, keys: KeyList, busyTimeout: Duration) throws(EncryptedDatabaseError) -> KeyProbe.Outcome {
-        try KeyProbe(keys: keys, trial: KeyTrial(path: path, access: .readOnly, busyTimeout: busyTimeout)).run()
+        try KeyProbe(keys: keys, trial: KeyTrial.forInspection(path: path, busyTimeout: busyTimeout)).run()
     }
 }

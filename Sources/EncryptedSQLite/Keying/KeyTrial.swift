@@ -7,6 +7,9 @@ struct KeyTrial {
     let path: String
     let access: Connection.AccessMode
     let busyTimeout: Duration
+    /// Sets `PRAGMA query_only` on the connection, so that a read-write connection writes nothing
+    /// (see ``forInspection(path:busyTimeout:)``).
+    var queryOnly = false
 
     /// The connection when `key` opens the file (a schema read succeeds), `nil` when SQLite says
     /// the key is wrong. Other failures (busy, I/O, permissions) are thrown: they say nothing
@@ -47,6 +50,7 @@ struct KeyTrial {
     private func attempt(_ key: ResolvedKey, _ material: KeyMaterial?, _ settings: CipherSettings) throws(EncryptedDatabaseError) -> Connection? {
         do {
             let connection = try Connection(path: path, access: access, key: material, cipher: settings, busyTimeout: busyTimeout)
+            if queryOnly { try connection.execute("PRAGMA query_only = 1") }
             try connection.verifyReadable()
             return connection
         } catch let error as SQLiteError where error.code.primary == .notADatabase {

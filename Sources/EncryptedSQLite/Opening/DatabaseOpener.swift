@@ -64,9 +64,9 @@ struct DatabaseOpener {
         return try RotationPlan(from: from, to: keys.current, strategy: options.rotationStrategy).run(connection, in: context)
     }
 
-    /// Which key opens the file, without writing anything.
+    /// Which key opens the file, without writing anything or leaving side files behind.
     func check() throws(EncryptedDatabaseError) -> KeyCheck {
-        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: options.busyTimeout)
+        let trial = KeyTrial.forInspection(path: path, busyTimeout: options.busyTimeout)
         let outcome = try KeyProbe(keys: keys, trial: trial).run()
         outcome.connection.close()
         return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts)
