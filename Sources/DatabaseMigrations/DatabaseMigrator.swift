@@ -98,7 +98,7 @@ public struct DatabaseMigrator: Sendable {
     ///   it stay applied.
     @discardableResult
     public func migrate(_ db: Connection, upTo target: String? = nil) throws(MigrationError) -> [String] {
-        if let target, !migrations.contains(where: { $0.identifier == target }) { throw .unknownTarget(target) }
+        if let target, !migrations.contains(where: { $0.identifier == target }) { throw .unknownTarget(target, database: db.path) }
         let applied = try validatedAppliedRecords(db)
         var appliedIDs = Set(applied.map(\.identifier))
         var done: [String] = []
@@ -126,7 +126,7 @@ public struct DatabaseMigrator: Sendable {
     ///   when one of them has no down step.
     @discardableResult
     public func migrate(_ db: Connection, downTo target: String?) throws(MigrationError) -> [String] {
-        if let target, !migrations.contains(where: { $0.identifier == target }) { throw .unknownTarget(target) }
+        if let target, !migrations.contains(where: { $0.identifier == target }) { throw .unknownTarget(target, database: db.path) }
         let applied = Set(try validatedAppliedRecords(db).map(\.identifier))
         let toRevert = migrations.filter { migration in
             applied.contains(migration.identifier) && (target.map { MigrationOrder.precedes($0, migration.identifier) } ?? true)

@@ -22,8 +22,9 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     case folderUnreadable(path: String, reason: String)
     /// A migration file cannot be read as UTF-8 text.
     case fileUnreadable(path: String)
-    /// `upTo`/`downTo` names a migration the migrator does not have.
-    case unknownTarget(String)
+    /// `upTo`/`downTo` names a migration the migrator does not have; `database` is the path of
+    /// the connection it was asked to migrate.
+    case unknownTarget(String, database: String)
     /// The install script says it covers a migration the migrator does not have.
     case installScriptCoversUnknown(String)
     /// The database records applied migrations this code does not know: it was migrated by a
@@ -53,8 +54,8 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
             return "cannot list the migrations folder \(path): \(reason)"
         case .fileUnreadable(let path):
             return "cannot read migration file \(path) as UTF-8 text; check that it is readable and save it as UTF-8"
-        case .unknownTarget(let id):
-            return "there is no migration \"\(id)\" to migrate to; check the identifier against the registered migrations"
+        case let .unknownTarget(id, database):
+            return "\(database): there is no migration \"\(id)\" to migrate to; check the identifier against the registered migrations. Nothing was changed."
         case .installScriptCoversUnknown(let id):
             return "the install script covers migrations through \"\(id)\", which is not registered; register that migration or correct coversThrough"
         case .unknownAppliedMigrations(let ids):

@@ -150,6 +150,37 @@ struct ConnectionTests {
         }
     }
 
+    @Test("a refused pragma's error says why, and the next error does not repeat it")
+    func refusalReasons() throws {
+        let scratch = try Scratch()
+        try scratch.run { db in
+            let pinned = "temp_store is pinned to MEMORY so that SQLCipher never writes plaintext temporary files"
+            let reasons = [
+                "PRAGMA temp_store = FILE": "PRAGMA temp_store can only be MEMORY: " + pinned,
+                "pragma TEMP_STORE = 0": "PRAGMA temp_store can only be MEMORY: " + pinned,
+                "PRAGMA temp_store_directory = '/tmp'": "PRAGMA temp_store_directory is refused: " + pinned,
+                "PRAGMA key = 'x'": "PRAGMA key is refused: pass keys through the library (a KeyList or the Keys file), not SQL text",
+                "PRAGMA main.hexrekey = '00'": "PRAGMA hexrekey is refused: pass keys through the library",
+                "PRAGMA cipher_default_kdf_iter = 1": "PRAGMA cipher_default_kdf_iter is refused: it would change the cipher settings of every connection in the process",
+            ]
+            for (sql, reason) in reasons {
+                do {
+                    try db.execute(sql)
+                    Issue.record("\(sql) was allowed")
+                } catch let error as SQLiteError {
+                    #expect(error.code.primary == .notAuthorized)
+                    #expect(error.message.hasPrefix("not authorized: " + reason), "\(sql): \(error.message)")
+                    #expect(!error.description.contains("'x'"))
+                }
+            }
+            do {
+                try db.execute("SELEC 1")
+            } catch let error as SQLiteError {
+                #expect(!error.message.contains("refused") && !error.message.contains("pinned"), "\(error.message)")
+            }
+        }
+    }
+
     @Test("write commits on return and rolls back when the closure throws, rethrowing its error")
     func writeTransaction() throws {
         struct Abort: Error, Equatable {}

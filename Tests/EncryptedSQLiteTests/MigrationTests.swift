@@ -197,7 +197,7 @@ struct MigrationTests {
         }
     }
 
-    @Test("registration mistakes: duplicate identifiers, badly named SQL files, empty up sections, unknown targets")
+    @Test("registration mistakes: duplicate identifiers, badly named SQL files, empty up sections, unknown targets (naming the database)")
     func registration() throws {
         var migrator = DatabaseMigrator()
         try migrator.registerMigration("1_a") { _ in }
@@ -214,7 +214,9 @@ struct MigrationTests {
         }
         let scratch = try Scratch()
         let copy = migrator
-        _ = try scratch.run { db in #expect(throws: MigrationError.unknownTarget("9_z")) { try copy.migrate(db, upTo: "9_z") } }
+        _ = try scratch.run { db in #expect(throws: MigrationError.unknownTarget("9_z", database: scratch.path)) { try copy.migrate(db, upTo: "9_z") } }
+        _ = try scratch.run { db in #expect(throws: MigrationError.unknownTarget("9_y", database: scratch.path)) { try copy.migrate(db, downTo: "9_y") } }
+        #expect(MigrationError.unknownTarget("9_z", database: scratch.path).description.hasPrefix("\(scratch.path): there is no migration \"9_z\""))
         var order = DatabaseMigrator()
         for id in ["10_c", "2_b", "0001_a", "2_a", "x_text"] { try order.registerMigration(id) { _ in } }
         #expect(order.migrations.map(\.identifier) == ["0001_a", "2_a", "2_b", "10_c", "x_text"])

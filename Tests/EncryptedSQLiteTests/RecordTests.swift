@@ -48,7 +48,7 @@ struct RecordTests {
             ann.score = 9
             try db.update(ann)
             #expect(try db.fetch(Player.self, key: 1) == ann)
-            #expect(throws: RecordError.notFound(table: "players", key: "integer(42)")) {
+            #expect(throws: RecordError.notFound(table: "players", key: "42")) {
                 try db.update(Player(id: 42, name: "X", score: 0, level: .rookie, stats: .init(wins: 0, tags: []), nickname: nil, joined: joined, avatar: nil))
             }
             var carl = bob
@@ -77,6 +77,27 @@ struct RecordTests {
             #expect(rows == [Summary(name: "Ann", doubled: 4, level: .pro)])
             #expect(throws: DecodingError.self) { _ = try db.query(Summary.self, "SELECT name FROM players") }
             #expect(throws: DecodingError.self) { _ = try db.query(Summary.self, "SELECT name, 'x' AS doubled, level FROM players") }
+        }
+    }
+
+    @Test("notFound shows the primary key as it is written (999999, \"abc\"), not as an internal value")
+    func notFoundMessage() throws {
+        struct Tag: TableRecord { static let databaseTableName = "tags"; static let primaryKeyColumn = "name"; var name: String; var uses: Int }
+        let scratch = try database()
+        try scratch.run { db in
+            try db.execute("CREATE TABLE tags(name TEXT PRIMARY KEY, uses INTEGER)")
+            do {
+                try db.update(Player(id: 999999, name: "X", score: 0, level: .rookie, stats: .init(wins: 0, tags: []), nickname: nil, joined: joined, avatar: nil))
+                Issue.record("updated a missing row")
+            } catch let error as RecordError {
+                #expect(error.description == "no row in players has primary key 999999")
+            }
+            do {
+                try db.update(Tag(name: "abc", uses: 1))
+                Issue.record("updated a missing row")
+            } catch let error as RecordError {
+                #expect(error.description == "no row in tags has primary key \"abc\"")
+            }
         }
     }
 }

@@ -74,7 +74,7 @@ public final class Connection {
         setBusyTimeout(busyTimeout)
         // Setting temp_store does not read the database file, so it is safe right after the key.
         try execute("PRAGMA temp_store = MEMORY")
-        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+        sqlite3_set_authorizer(handle, connectionAuthorizer, Unmanaged.passUnretained(refusal).toOpaque())
     }
 
     /// Opens `path` read-only, without a key and without running any SQL, only to read the
@@ -85,7 +85,7 @@ public final class Connection {
         handle = try Self.open(path, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)
         self.path = path
         accessMode = .readOnly
-        sqlite3_set_authorizer(handle, connectionAuthorizer, nil)
+        sqlite3_set_authorizer(handle, connectionAuthorizer, Unmanaged.passUnretained(refusal).toOpaque())
     }
 
     /// A new SQLite handle on `path`, or the error (the failed handle is closed).
@@ -101,6 +101,8 @@ public final class Connection {
     }
 
     private var isClosed = false
+    /// Why the authorizer refused the statement being prepared; it lives as long as the handle.
+    private let refusal = AuthorizerRefusal()
     /// How many savepoints ``savepoint(_:)`` has open, to name the next one.
     var savepointDepth = 0
     /// Prepared statements kept by ``cachedStatement(_:)``, by SQL text.
@@ -241,8 +243,25 @@ public final class Connection {
         (try queryValue("PRAGMA journal_mode", as: String.self) ?? "delete").lowercased()
     }
 
+    /// The error of the last failed call on this connection. When the authorizer refused the
+    /// statement, SQLite's "not authorized" is followed by why.
     package func error(code: Int32, sql: String?) -> SQLiteError {
-        SQLiteError.from(handle: handle, code: code, sql: sql)
+        let error = SQLiteError.from(handle: handle, code: code, sql: sql)
+        guard let reason = refusal.take(), error.code.primary == .notAuthorized else { return error }
+        return SQLiteError(code: error.code, message: "\(error.message): \(reason)", sql: error.sql)
+    }
+}
+
+/// The reason for the authorizer's last refusal on one connection, until the error is made.
+private final class AuthorizerRefusal {
+    private var reason: String?
+
+    func record(_ reason: String) { self.reason = reason }
+
+    /// The reason, cleared.
+    func take() -> String? {
+        defer { reason = nil }
+        return reason
     }
 }
 
@@ -255,15 +274,26 @@ private func connectionAuthorizer(
 ) -> Int32 {
     guard action == SQLITE_PRAGMA, let first else { return SQLITE_OK }
     let pragma = String(cString: first).lowercased()
+    guard let reason = refusalReason(pragma: pragma, value: second.map { String(cString: $0).lowercased() }) else { return SQLITE_OK }
+    if let context { Unmanaged<AuthorizerRefusal>.fromOpaque(context).takeUnretainedValue().record(reason) }
+    return SQLITE_DENY
+}
+
+/// Why the connection refuses `PRAGMA pragma` (with `value` when it sets one), or `nil` when it
+/// allows it. The reason ends up in the ``SQLiteError`` the statement throws.
+private func refusalReason(pragma: String, value: String?) -> String? {
+    let plaintextFiles = "temp_store is pinned to MEMORY so that SQLCipher never writes plaintext temporary files"
     switch pragma {
-    case "key", "rekey", "hexkey", "hexrekey", "temp_store_directory":
-        return SQLITE_DENY
+    case "key", "rekey", "hexkey", "hexrekey":
+        return "PRAGMA \(pragma) is refused: pass keys through the library (a KeyList or the Keys file), not SQL text, which can end up in logs and error messages; the library rotates keys itself"
+    case "temp_store_directory":
+        return "PRAGMA temp_store_directory is refused: \(plaintextFiles)"
     case "temp_store":
         // Reading is fine; only MEMORY (2) may be set.
-        guard let second else { return SQLITE_OK }
-        let value = String(cString: second).lowercased()
-        return value == "memory" || value == "2" ? SQLITE_OK : SQLITE_DENY
+        guard let value, value != "memory", value != "2" else { return nil }
+        return "PRAGMA temp_store can only be MEMORY: \(plaintextFiles)"
     default:
-        return pragma.hasPrefix("cipher_default_") ? SQLITE_DENY : SQLITE_OK
+        guard pragma.hasPrefix("cipher_default_") else { return nil }
+        return "PRAGMA \(pragma) is refused: it would change the cipher settings of every connection in the process; give a key its settings instead (CipherSettings, or `cipher:` in the Keys file)"
     }
 }

@@ -36,7 +36,8 @@ extension TableRecord {
 /// }
 /// ```
 public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// ``Connection/update(_:)`` found no row with the record's primary key.
+    /// ``Connection/update(_:)`` found no row with the record's primary key. `key` is the key as
+    /// it would be written in Swift or SQL: `42`, `"abc"`, `1.5`, `NULL`, `x'0aff'`.
     case notFound(table: String, key: String)
     /// The record does not encode its primary-key column.
     case missingPrimaryKey(table: String, column: String)
@@ -72,7 +73,7 @@ extension Connection {
         let assignments = columns.map { "\(SQLIdentifier.quoted($0.0)) = ?" }.joined(separator: ", ")
         let statement = try cachedStatement("UPDATE \(SQLIdentifier.quoted(R.databaseTableName)) SET \(assignments) WHERE \(SQLIdentifier.quoted(R.primaryKeyColumn)) = ?")
         try statement.execute(StatementArguments(columns.map { $0.1 } + [key]))
-        if changes == 0 { throw RecordError.notFound(table: R.databaseTableName, key: "\(key)") }
+        if changes == 0 { throw RecordError.notFound(table: R.databaseTableName, key: key.asWritten) }
     }
 
     /// Updates the row with the record's primary key, or inserts it when there is none.
@@ -126,6 +127,21 @@ extension Connection {
         }
         let key = columns.remove(at: index).1
         return (key, columns)
+    }
+}
+
+extension DatabaseValue {
+    /// The value as a user writes it in Swift or SQL, for messages: `42`, `1.5`, `"abc"`, `NULL`,
+    /// `x'0aff'` (a blob over 32 bytes is shown by its size only).
+    fileprivate var asWritten: String {
+        switch self {
+        case .null: return "NULL"
+        case .integer(let value): return String(value)
+        case .real(let value): return String(value)
+        case .text(let value): return value.debugDescription
+        case .blob(let bytes) where bytes.count <= 32: return "x'" + bytes.map { String(format: "%02x", $0) }.joined() + "'"
+        case .blob(let bytes): return "a \(bytes.count)-byte blob"
+        }
     }
 }
 
