@@ -349,6 +349,12 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
     "keys.kdfIterHuge": { c in
         try c.keysCase("      - id: slow\n        passphrase: \"\(c.passphrase("slow"))\"\n        cipher: {kdf_iter: 3000000000}\n", goodKeysFirst: false, mustName: [c.db, "slow"])
     },
+    "keys.outOfOrder": { c in
+        // The file is on the newer key: accepted, this list would rotate it back to the older one.
+        c.write("databases:\n  - path: app.sqlite\n    keys:\n      - id: newer\n        hex: \(c.ring.keys[1].secret)\n        created: 2025-06-01\n      - id: older\n        passphrase: \"\(c.ring.keys[0].secret)\"\n        created: 2024-01-01\n")
+        return try c.keysCase(mustName: [c.db, "newer", "older"])
+    },
+    "keys.createdNotDate": { c in try c.keysCase("      - id: dated\n        hex: \(c.hex())\n        created: 2025-13-01\n", mustName: [c.keysPath, "dated"]) },
     "keys.emptyPath": { c in
         c.write("databases:\n  - path: \"\"\n    keys:\n      - id: k\n        passphrase: \"\(c.passphrase("nopath"))\"\n")
         return try c.keysCase(mustName: [c.keysPath])

@@ -181,7 +181,7 @@ struct KeysFileTests {
         let file = try KeysFile.load(path: path)
         #expect(!file.entries.isEmpty)
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:", "plaintext:", "legacy:", "cipher:", "kdf_iter:", "page_size:", "use_hmac:", "*"] {
+        for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:", "plaintext:", "legacy:", "cipher:", "kdf_iter:", "page_size:", "use_hmac:", "created:", "*"] {
             #expect(text.contains(option), "Keys.example does not document \(option)")
         }
     }

@@ -121,6 +121,8 @@ public enum BadInputCatalog {
         keys("keys.plaintextAlone", "plaintext entry as the only key", "KeyConfigurationError.plaintextEntryMisplaced", "move it to the top"),
         keys("keys.pageSize", "page_size that is not a power of two (1000)", "KeyConfigurationError.invalidCipherSettings", "fix its cipher: settings"),
         keys("keys.kdfIterHuge", "kdf_iter beyond 32 bits (3000000000; crashed the open before)", "KeyConfigurationError.invalidCipherSettings", "fix its cipher: settings"),
+        keys("keys.outOfOrder", "keys listed newest first (their `created:` dates out of order)", "KeyConfigurationError.keysOutOfOrder", "list keys oldest first"),
+        keys("keys.createdNotDate", "`created:` that is not a date (2025-13-01)", "KeyConfigurationError.keysFileInvalid", "created must be a date written YYYY-MM-DD"),
         keys("keys.emptyPath", "database entry with an empty path", "KeyConfigurationError.keysFileInvalid", "see Keys.example for the expected shape"),
         keys("keys.notListed", "database not listed in the Keys file", "KeyConfigurationError.databaseNotConfigured", "add an entry with its keys"),
 

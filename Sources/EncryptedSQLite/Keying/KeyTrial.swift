@@ -24,13 +24,13 @@ struct KeyTrial {
         for settings in key.settingsToTry {
             let keying = keyingMaterial(for: key, settings: settings)
             if let connection = try attempt(key, keying.material, settings) {
-                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy))
+                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy, created: key.created))
             }
             // A derived key goes with the salt it was derived for: if the file changed under us
             // (replaced by a rotation elsewhere), derive again rather than call the key wrong.
             if let salt = keying.salt, let fresh = DerivedKey.salt(ofFileAt: path), fresh != salt,
                let connection = try attempt(key, keyingMaterial(for: key, settings: settings).material, settings) {
-                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy))
+                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy, created: key.created))
             }
         }
         return nil

@@ -58,6 +58,14 @@ struct DatabaseOpener {
         if options.readOnly {
             throw .rotationNeeded(path: path, openedWith: from.id, currentKeyID: keys.currentID)
         }
+        // A list in the wrong order rotates files backwards. A `KeyList` refuses dated keys out
+        // of order, so this is the last guard (the file's key may come from elsewhere).
+        if let fileKeyCreated = from.created, let currentCreated = keys.current.created, currentCreated < fileKeyCreated {
+            options.logger.warning("rotating to a key older than the one the file is on; list keys oldest first", metadata: [
+                "path": "\(path)", "from": "\(from.id)", "fromCreated": "\(KeyCreationDate.text(of: fileKeyCreated))",
+                "to": "\(keys.currentID)", "toCreated": "\(KeyCreationDate.text(of: currentCreated))",
+            ])
+        }
         let context = RotationContext(
             path: path, from: from, to: keys.current, busyTimeout: options.busyTimeout, verification: options.verification,
             logger: options.logger, files: options.files, workers: options.rotationThreads)

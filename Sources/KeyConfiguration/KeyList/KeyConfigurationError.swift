@@ -20,6 +20,9 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case emptyKeyID(database: String, position: Int)
     /// Two keys share an id.
     case duplicateKeyID(String, database: String)
+    /// A key is listed before an older one (by their `created` dates): opening would rotate files
+    /// back to the older key, since the last key is the current one.
+    case keysOutOfOrder(database: String, newerKeyID: String, newerCreated: Date, olderKeyID: String, olderCreated: Date)
     /// Two keys have the same material, so rotating between them would change nothing.
     case duplicateKeyMaterial(keyID: String, sameAs: String, database: String)
     /// The key's material is not usable.
@@ -73,6 +76,9 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \(position) has an empty id; give every key a label such as \"2025-06\""
         case let .duplicateKeyID(id, database):
             return "\(database): key id \"\(id)\" appears twice; give every key its own id"
+        case let .keysOutOfOrder(database, newerKeyID, newerCreated, olderKeyID, olderCreated):
+            let newer = KeyCreationDate.text(of: newerCreated), older = KeyCreationDate.text(of: olderCreated)
+            return "\(database): key \"\(newerKeyID)\" (created \(newer)) is listed before the older key \"\(olderKeyID)\" (created \(older)), so files would be rotated back to the older key; list keys oldest first (the last is the current key), or correct their created dates"
         case let .duplicateKeyMaterial(keyID, sameAs, database):
             return "\(database): keys \"\(sameAs)\" and \"\(keyID)\" have the same material, so a rotation between them would change nothing; give the new key new material"
         case let .invalidMaterial(keyID, database, source, problem):

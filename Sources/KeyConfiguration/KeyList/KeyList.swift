@@ -4,7 +4,9 @@ import Foundation
 ///
 /// Building a key list resolves every source (environment variables, key files, hex text) and
 /// checks the list, so that a misconfiguration shows up when the configuration is loaded, not on
-/// the day an old key is needed.
+/// the day an old key is needed. Keys with a `created` date must be listed oldest first: a list
+/// that puts a newer key before an older one would rotate every file back to the older key, so it
+/// is refused.
 ///
 /// ```swift
 /// let keys = try KeyList(database: "app.sqlite", keys: [
@@ -24,10 +26,14 @@ public struct KeyList: Sendable, CustomStringConvertible {
     ///   - database: The database path or name, used in error messages.
     ///   - keys: The keys, oldest first; the last is the current key.
     ///   - environment: Where `environment` sources are looked up; the process environment by default.
-    /// - Throws: ``KeyConfigurationError`` for an empty list, an empty or duplicate id, an unset
-    ///   environment variable, an unreadable or group/world-readable key file, or invalid material.
+    /// - Throws: ``KeyConfigurationError`` for an empty list, an empty or duplicate id, keys whose
+    ///   `created` dates are not oldest first
+    ///   (``KeyConfigurationError/keysOutOfOrder(database:newerKeyID:newerCreated:olderKeyID:olderCreated:)``),
+    ///   an unset environment variable, an unreadable or group/world-readable key file, or invalid
+    ///   material.
     public init(database: String, keys: [DatabaseKey], environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeyConfigurationError) {
         guard !keys.isEmpty else { throw .emptyKeyList(database: database) }
+        try Self.checkCreationOrder(keys, database: database)
         var seen = Set<String>()
         var resolved: [ResolvedKey] = []
         var plaintextID: String?
@@ -46,7 +52,7 @@ public struct KeyList: Sendable, CustomStringConvertible {
                 throw .invalidCipherSettings(keyID: key.id, database: database, problem: problem)
             }
             let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
-            let candidate = ResolvedKey(id: key.id, material: material, cipher: key.cipher, legacy: key.legacy)
+            let candidate = ResolvedKey(id: key.id, material: material, cipher: key.cipher, legacy: key.legacy, created: key.created)
             // The same material is allowed only with different settings (a settings-only rotation).
             if let twin = resolved.first(where: { $0.material!.isSameSecret(as: material) && $0.writesSameFormat(as: candidate) }) {
                 throw .duplicateKeyMaterial(keyID: key.id, sameAs: twin.id, database: database)
@@ -64,6 +70,19 @@ public struct KeyList: Sendable, CustomStringConvertible {
     /// variable or key file without `format: hex`) but whose material is exactly 64 hex digits,
     /// as a raw key is written: when no key opens a file, the error names them.
     package let hexLikePassphraseKeyIDs: [String]
+
+    /// Throws when a dated key is listed after a key created later (keys without a date are not
+    /// compared), before any source is resolved.
+    private static func checkCreationOrder(_ keys: [DatabaseKey], database: String) throws(KeyConfigurationError) {
+        var newest: DatabaseKey?
+        for key in keys {
+            guard let created = key.created else { continue }
+            if let earlier = newest, let earlierCreated = earlier.created, created < earlierCreated {
+                throw .keysOutOfOrder(database: database, newerKeyID: earlier.id, newerCreated: earlierCreated, olderKeyID: key.id, olderCreated: created)
+            }
+            newest = key
+        }
+    }
 
     /// The id of the leading `plaintext` entry, when the list has one: unencrypted files are then
     /// encrypted to the current key when opened.

@@ -67,11 +67,15 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
     }
 }
 
-/// One key of a database's key list: a label that may appear in logs and errors, and where its
-/// material comes from.
+/// One key of a database's key list: a label that may appear in logs and errors, where its
+/// material comes from, and optionally the day it was created.
 ///
 /// ```swift
 /// DatabaseKey(id: "2025-06", source: .environment(variable: "APP_DB_KEY", format: .hex))
+///
+/// // With its creation date, a list in the wrong order is refused (see `KeyList`).
+/// let june = ISO8601DateFormatter().date(from: "2025-06-01T00:00:00Z")
+/// DatabaseKey(id: "2025-06", source: .environment(variable: "APP_DB_KEY", format: .hex), created: june)
 /// ```
 public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable {
     /// The key's label, such as `2025-06`. Shown in logs, errors and reports; never secret.
@@ -84,13 +88,18 @@ public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable 
     /// the key is tried with those settings, and a file it opens is upgraded to the current key
     /// and settings through the verified export path.
     public let legacy: Bool
+    /// When the key was created, if known. A ``KeyList`` whose dated keys are not oldest first is
+    /// refused, and rotating a file to a key older than the one it is on is logged as a warning.
+    public let created: Date?
 
-    /// A key with a label, a source, and optionally the cipher settings of its files.
-    public init(id: String, source: KeySource, cipher: CipherSettings = .engineDefault, legacy: Bool = false) {
+    /// A key with a label, a source, and optionally the cipher settings of its files and the day
+    /// it was created (`nil`: not known, and not checked).
+    public init(id: String, source: KeySource, cipher: CipherSettings = .engineDefault, legacy: Bool = false, created: Date? = nil) {
         self.id = id
         self.source = source
         self.cipher = cipher
         self.legacy = legacy
+        self.created = created
     }
 
     /// The entry for unencrypted files (the oldest entry of a key list only).
@@ -103,6 +112,7 @@ public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable 
         var text = "DatabaseKey(id: \(id.debugDescription), source: \(source)"
         if !cipher.isEngineDefault { text += ", cipher: \(cipher)" }
         if legacy { text += ", legacy" }
+        if let created { text += ", created: \(KeyCreationDate.text(of: created))" }
         return text + ")"
     }
     /// Shows the id and source name only.
@@ -116,12 +126,15 @@ package struct ResolvedKey: Sendable {
     package let material: KeyMaterial?
     package let cipher: CipherSettings
     package let legacy: Bool
+    /// When the key was created, if known.
+    package let created: Date?
 
-    package init(id: String, material: KeyMaterial?, cipher: CipherSettings = .engineDefault, legacy: Bool = false) {
+    package init(id: String, material: KeyMaterial?, cipher: CipherSettings = .engineDefault, legacy: Bool = false, created: Date? = nil) {
         self.id = id
         self.material = material
         self.cipher = cipher
         self.legacy = legacy
+        self.created = created
     }
 
     /// `true` when a file written with `self` and with `other` would have the same format

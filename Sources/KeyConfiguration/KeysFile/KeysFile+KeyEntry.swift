@@ -1,9 +1,11 @@
 import CipherFormats
+import Foundation
 
 extension KeysFile {
     /// The key a key entry describes, after checking it: exactly one source, `format` only with
     /// `env` and `file` (and `binary` only with `file`), `plaintext` only as `true` and without
-    /// cipher settings, and `env` holding a variable's name, never a key.
+    /// cipher settings, `env` holding a variable's name, never a key, and `created` a date
+    /// written `YYYY-MM-DD`.
     /// - Parameters:
     ///   - key: The entry as decoded.
     ///   - index: The position of its database entry in the file, for messages.
@@ -29,6 +31,14 @@ extension KeysFile {
         if key.plaintext == true && (key.cipher != nil || key.legacy != nil) {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "a plaintext entry has no cipher settings and is not legacy")
         }
+        var created: Date?
+        if let text = key.created {
+            // Not echoed: the file's text is never quoted.
+            guard let date = KeyCreationDate.parse(text) else {
+                throw .keysFileInvalid(path: keysFile, location: location, problem: "created must be a date written YYYY-MM-DD, such as 2025-06-01")
+            }
+            created = date
+        }
         let format = key.format ?? .passphrase
         let source: KeySource
         if key.plaintext == true {
@@ -49,7 +59,7 @@ extension KeysFile {
         } else {
             source = .file(path: Self.absolute(key.file ?? "", base: baseDirectory), format: format)
         }
-        return DatabaseKey(id: key.id, source: source, cipher: key.cipher?.settings ?? .engineDefault, legacy: key.legacy ?? false)
+        return DatabaseKey(id: key.id, source: source, cipher: key.cipher?.settings ?? .engineDefault, legacy: key.legacy ?? false, created: created)
     }
 
     /// `true` for a portable environment variable name: letters, digits and `_`, not starting with

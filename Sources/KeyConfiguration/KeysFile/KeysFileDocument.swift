@@ -52,7 +52,7 @@ struct DatabaseDocument: Decodable {
 }
 
 /// One key entry as written: its `id`, its sources (exactly one is valid), their `format`, and
-/// optional `cipher` settings and `legacy` flag.
+/// optional `cipher` settings, `legacy` flag and `created` date (text, checked by `KeysFile`).
 struct KeyDocument: Decodable {
     let id: String
     let passphrase: String?
@@ -63,8 +63,9 @@ struct KeyDocument: Decodable {
     let plaintext: Bool?
     let cipher: CipherDocument?
     let legacy: Bool?
+    let created: String?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, format, plaintext, cipher, legacy }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, format, plaintext, cipher, legacy, created }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
@@ -78,6 +79,7 @@ struct KeyDocument: Decodable {
         plaintext = try container.decodeIfPresent(Bool.self, forKey: .plaintext)
         cipher = try container.decodeIfPresent(CipherDocument.self, forKey: .cipher)
         legacy = try container.decodeIfPresent(Bool.self, forKey: .legacy)
+        created = try container.decodeIfPresent(String.self, forKey: .created)
     }
 
     /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`, `plaintext`).
