@@ -89,7 +89,8 @@ struct FleetSelectionTests {
             Issue.record("an unlisted path resolved to a key list")
             return
         }
-        #expect(error == .databaseNotConfigured(database: unlisted, keysFile: folder.keysPath, configured: ["app.sqlite", "current.sqlite", "missing.sqlite", "tenants/*.sqlite"]))
+        let listed = ["app.sqlite", "current.sqlite", "missing.sqlite", "tenants/*.sqlite"]
+        #expect(error == .databaseNotConfigured(database: unlisted, resolvedPath: unlisted, keysFile: folder.keysPath, configured: listed, resolvedConfigured: listed.map(folder.directory.file)))
         #expect(try databases[1].keys.get().currentID == "k2")
     }
 

@@ -44,11 +44,9 @@ struct KeysFileTests {
         } else {
             Issue.record("expected a file source")
         }
-        // The same database through a different spelling of its path.
-        let cwd = FileManager.default.currentDirectoryPath
-        _ = FileManager.default.changeCurrentDirectoryPath(directory.path)
-        defer { _ = FileManager.default.changeCurrentDirectoryPath(cwd) }
-        #expect(file.entry(forDatabase: "./sub/../app.sqlite") != nil)
+        // The same database through a different spelling of its path (never by changing the
+        // working directory: parallel tests share it).
+        #expect(file.entry(forDatabase: directory.path + "/./sub/../app.sqlite") != nil)
     }
 
     @Test("a hex key made only of digits still loads as text")
@@ -94,9 +92,33 @@ struct KeysFileTests {
         #expect(throws: KeyConfigurationError.keysFileMissing(path: directory.file("nope"))) { try KeysFile.load(path: directory.file("nope")) }
         let path = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n")
         let file = try KeysFile.load(path: path)
-        #expect(throws: KeyConfigurationError.databaseNotConfigured(database: "/elsewhere/b.sqlite", keysFile: path, configured: ["a.sqlite"])) {
+        #expect(throws: KeyConfigurationError.databaseNotConfigured(database: "/elsewhere/b.sqlite", resolvedPath: "/elsewhere/b.sqlite", keysFile: path, configured: ["a.sqlite"], resolvedConfigured: [directory.file("a.sqlite")])) {
             try file.keyList(forDatabase: "/elsewhere/b.sqlite")
         }
+    }
+
+    @Test("a relative database path is taken from the working directory, the entries from the Keys file's folder; the error shows both resolved")
+    func relativePaths() throws {
+        try FileManager.default.createDirectory(atPath: directory.file("data"), withIntermediateDirectories: true)
+        let path = write("databases:\n  - path: data/notes.sqlite\n    keys:\n      - id: k\n        passphrase: p\n  - path: \"tenants/*.sqlite\"\n    keys:\n      - id: t\n        passphrase: q\n")
+        let file = try KeysFile.load(path: path)
+        // The test process's working directory is not the Keys file's folder (it is read, never changed).
+        let cwd = FileManager.default.currentDirectoryPath
+        #expect(cwd != directory.path)
+        let argument = cwd + "/data/notes.sqlite", entry = directory.file("data/notes.sqlite")
+        do {
+            _ = try file.keyList(forDatabase: "data/notes.sqlite", environment: [:])
+            Issue.record("data/notes.sqlite from \(cwd) resolved to the entry for \(entry)")
+        } catch {
+            #expect(error == .databaseNotConfigured(
+                database: "data/notes.sqlite", resolvedPath: argument, keysFile: path,
+                configured: ["data/notes.sqlite", "tenants/*.sqlite"], resolvedConfigured: [entry, directory.file("tenants/*.sqlite")]))
+            #expect(error.description == "data/notes.sqlite (from the working directory: \(argument)) is not listed in Keys file \(path) (its entries, taken from its folder: \(entry), \(directory.file("tenants/*.sqlite"))); a relative database path is taken from the working directory, so give it from there or as an absolute path, or add an entry with its keys")
+        }
+        // The same file named from the working directory is found.
+        let fromWorkingDirectory = String(repeating: "../", count: cwd.split(separator: "/").count) + String(entry.dropFirst())
+        #expect(try file.keyList(forDatabase: fromWorkingDirectory, environment: [:]).ids == ["k"])
+        #expect(try file.keyList(forDatabase: entry, environment: [:]).ids == ["k"])
     }
 
     @Test("plaintext, legacy and cipher settings entries load; misuse is an error naming the place")

@@ -48,8 +48,11 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case plaintextEntryMisplaced(keyID: String, database: String)
     /// A key's cipher settings are not values SQLCipher accepts.
     case invalidCipherSettings(keyID: String, database: String, problem: String)
-    /// The `Keys` file has no entry for this database.
-    case databaseNotConfigured(database: String, keysFile: String, configured: [String])
+    /// The `Keys` file has no entry for this database. `database` is the path as given and
+    /// `resolvedPath` the file it names (a relative path is taken from the working directory);
+    /// `configured` are the entries' paths as written and `resolvedConfigured` the files they name
+    /// (relative entries are taken from the Keys file's folder), in file order.
+    case databaseNotConfigured(database: String, resolvedPath: String, keysFile: String, configured: [String], resolvedConfigured: [String])
 
     /// Stands for an unknown field name in ``unknownField(path:location:field:allowed:)`` when the
     /// name does not look like a field name (it may be a value, such as a key written as
@@ -109,9 +112,12 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \"\(keyID)\" is a plaintext entry; move it to the top: it may only be the first (oldest) entry of a list that also has a real current key"
         case let .invalidCipherSettings(keyID, database, problem):
             return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem); fix its cipher: settings (see Keys.example)"
-        case let .databaseNotConfigured(database, keysFile, configured):
-            let list = configured.isEmpty ? "none" : configured.joined(separator: ", ")
-            return "\(database) is not listed in Keys file \(keysFile) (it lists: \(list)); add an entry with its keys"
+        case let .databaseNotConfigured(database, resolvedPath, keysFile, _, resolvedConfigured):
+            let list = resolvedConfigured.isEmpty ? "none" : resolvedConfigured.joined(separator: ", ")
+            let relative = !database.hasPrefix("/")
+            let given = resolvedPath == database ? database : "\(database) (from the working directory: \(resolvedPath))"
+            let hint = relative ? "a relative database path is taken from the working directory, so give it from there or as an absolute path, or " : ""
+            return "\(given) is not listed in Keys file \(keysFile) (its entries, taken from its folder: \(list)); \(hint)add an entry with its keys"
         }
     }
 }

@@ -99,6 +99,11 @@ public struct KeysFile: Sendable {
 
     /// The entry for a database path, compared after making both paths absolute and resolving
     /// symbolic links in their folders.
+    ///
+    /// One rule for relative paths: `databasePath`, like every path a program is given, is taken
+    /// from the current working directory — so it names the same file as
+    /// `EncryptedDatabase(path: databasePath, …)` — and the entries' paths are taken from the Keys
+    /// file's folder, so the file means the same wherever it is used from.
     /// A path named exactly wins over a glob pattern that also matches it; among patterns, the
     /// first in file order wins.
     public func entry(forDatabase databasePath: String) -> Entry? {
@@ -121,12 +126,16 @@ public struct KeysFile: Sendable {
         return paths
     }
 
-    /// Resolves the key list of one database.
-    /// - Throws: ``KeyConfigurationError/databaseNotConfigured(database:keysFile:configured:)``
-    ///   when the file has no entry for it, or any error of ``KeyList/init(database:keys:environment:)``.
+    /// Resolves the key list of one database, found as ``entry(forDatabase:)`` says (a relative
+    /// `databasePath` is taken from the current working directory).
+    /// - Throws: ``KeyConfigurationError/databaseNotConfigured(database:resolvedPath:keysFile:configured:resolvedConfigured:)``
+    ///   when the file has no entry for it (the message shows the path as resolved and every
+    ///   entry as resolved), or any error of ``KeyList/init(database:keys:environment:)``.
     public func keyList(forDatabase databasePath: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeyConfigurationError) -> KeyList {
         guard let entry = entry(forDatabase: databasePath) else {
-            throw .databaseNotConfigured(database: databasePath, keysFile: path, configured: entries.map(\.configuredPath))
+            throw .databaseNotConfigured(
+                database: databasePath, resolvedPath: Self.absolute(databasePath, base: FileManager.default.currentDirectoryPath),
+                keysFile: path, configured: entries.map(\.configuredPath), resolvedConfigured: entries.map(\.path))
         }
         return try KeyList(database: databasePath, keys: entry.keys, environment: environment)
     }
