@@ -15,6 +15,7 @@ struct RekeyCommand: ParsableCommand {
 
             Exit codes: \(ExitStatus.documentation)
             """,
+        version: EncryptedSQLitePackage.version,
         subcommands: [Rotate.self, Status.self, Dump.self, Decrypt.self],
         defaultSubcommand: Rotate.self
     )
