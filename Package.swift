@@ -88,7 +88,7 @@ let package = Package(
             name: "EncryptedSQLiteTests",
             dependencies: [
                 "EncryptedSQLite", "SQLCipherConnection", "CipherFormats", "DatabaseMigrations", "KeyConfiguration",
-                "DurableFiles", "CSQLCipher", "TestSupport",
+                "DurableFiles", "CSQLCipher", "TestSupport", "notes-service-example",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
@@ -96,6 +96,13 @@ let package = Package(
         .testTarget(
             name: "RekeyTests",
             dependencies: ["EncryptedSQLite", "TestSupport", "rekey", "crash-harness"]
+        ),
+        // A small service built on the library: the code the "A Service with EncryptedSQLite" article
+        // shows. The tests build and run it, so the article cannot rot (not a product).
+        .executableTarget(
+            name: "notes-service-example",
+            dependencies: ["EncryptedSQLite", .product(name: "Logging", package: "swift-log")],
+            path: "Examples/NotesService"
         ),
         // A small program the crash tests run and kill -9 (not a product).
         .executableTarget(
