@@ -135,7 +135,7 @@ public enum StatementError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .columnIndexOutOfRange(index, count):
             return "Column index \(index) is out of range; the row has \(count) column(s)"
         case let .typeMismatch(column, expected, found):
-            return "Column \(column.debugDescription) holds \(found), which does not convert to \(expected)"
+            return "Column \(column.debugDescription) holds \(found), which does not convert to \(AcceptedForms.describing(expected))"
         case let .emptyStatement(sql):
             return "The SQL text holds no statement: \(sql.debugDescription)"
         }

@@ -280,7 +280,7 @@ struct ValueDecoder: Decoder, SingleValueDecodingContainer {
 
     /// The error for a column value that does not convert to `type`.
     static func mismatch(_ type: Any.Type, _ value: DatabaseValue, _ codingPath: [any CodingKey]) -> DecodingError {
-        DecodingError.typeMismatch(type, .init(codingPath: codingPath, debugDescription: "the column holds \(value.storageClassName), which does not convert to \(type)"))
+        DecodingError.typeMismatch(type, .init(codingPath: codingPath, debugDescription: "the column holds \(value.storageClassName), which does not convert to \(AcceptedForms.describing(String(describing: type)))"))
     }
 
     private func jsonDecoder(for type: Any.Type) throws -> any Decoder {

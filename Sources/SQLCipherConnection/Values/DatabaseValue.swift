@@ -46,7 +46,7 @@ extension DatabaseValue: CustomStringConvertible {
 /// A Swift type that can be stored in, and read back from, a SQLite column.
 ///
 /// The library provides conformances for `Int64`, `Int`, `Int32`, `Double`, `String`, `Bool`,
-/// `Data`, `[UInt8]`, `Date` and `Optional` of any of these (where `nil` is SQL `NULL`).
+/// `Data`, `[UInt8]`, `Date`, `UUID` and `Optional` of any of these (where `nil` is SQL `NULL`).
 ///
 /// ```swift
 /// struct Email: DatabaseValueConvertible {
@@ -172,24 +172,6 @@ extension Data: DatabaseValueConvertible {
     }
 }
 
-extension Date: DatabaseValueConvertible {
-    /// Stored as text in SQLite's own `YYYY-MM-DD HH:MM:SS.SSS` UTC format, so that SQL date
-    /// functions and sorting work on it.
-    public var databaseValue: DatabaseValue { .text(SQLiteDateFormat.string(from: self)) }
-    /// Accepts SQLite date text (`YYYY-MM-DD HH:MM[:SS[.SSS]]`, also with a `T`), or a number of
-    /// seconds since 1970 (integer or real).
-    public init?(databaseValue: DatabaseValue) {
-        switch databaseValue {
-        case .text(let text):
-            guard let date = SQLiteDateFormat.date(from: text) else { return nil }
-            self = date
-        case .integer(let seconds): self = Date(timeIntervalSince1970: TimeInterval(seconds))
-        case .real(let seconds): self = Date(timeIntervalSince1970: seconds)
-        default: return nil
-        }
-    }
-}
-
 extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvertible {
     /// `NULL` for `nil`, the wrapped value's otherwise.
     public var databaseValue: DatabaseValue { self?.databaseValue ?? .null }
@@ -205,64 +187,21 @@ extension Optional: DatabaseValueConvertible where Wrapped: DatabaseValueConvert
     }
 }
 
-/// SQLite's text date format, always UTC, millisecond precision.
-enum SQLiteDateFormat {
-    static func string(from date: Date) -> String {
-        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
-        let seconds = Int64((milliseconds / 1000).rounded(.down))
-        let millis = Int(milliseconds - Double(seconds) * 1000)
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        return String(
-            format: "%04d-%02d-%02d %02d:%02d:%02d.%03d",
-            Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+/// What the types that read several stored forms accept, for the errors of a value that does not
+/// convert (`nil` for the other types, whose accepted forms their name says).
+enum AcceptedForms {
+    /// The accepted forms of the type named `typeName` (as `String(describing:)` names it,
+    /// optional or not).
+    static func of(_ typeName: String) -> String? {
+        switch typeName {
+        case "Date", "Optional<Date>": return SQLiteDateFormat.acceptedForms
+        case "UUID", "Optional<UUID>": return UUID.acceptedForms
+        default: return nil
+        }
     }
 
-    static func date(from text: String) -> Date? {
-        // YYYY-MM-DD[ T]HH:MM[:SS[.fff]]  or  YYYY-MM-DD
-        let scalars = Array(text.utf8)
-        func number(_ start: Int, _ length: Int) -> Int? {
-            guard start + length <= scalars.count else { return nil }
-            var value = 0
-            for byte in scalars[start..<start + length] {
-                guard byte >= 48, byte <= 57 else { return nil }
-                value = value * 10 + Int(byte - 48)
-            }
-            return value
-        }
-        guard let year = number(0, 4), scalars.count >= 10, scalars[4] == 45, let month = number(5, 2),
-              scalars[7] == 45, let day = number(8, 2) else { return nil }
-        var hour = 0, minute = 0, second = 0
-        var fraction = 0.0
-        if scalars.count > 10 {
-            guard scalars[10] == 32 || scalars[10] == 84, let h = number(11, 2), scalars.count >= 16,
-                  scalars[13] == 58, let m = number(14, 2) else { return nil }
-            hour = h
-            minute = m
-            if scalars.count > 16 {
-                guard scalars[16] == 58, let s = number(17, 2) else { return nil }
-                second = s
-                if scalars.count > 19 {
-                    guard scalars[19] == 46, scalars.count > 20 else { return nil }
-                    var scale = 0.1
-                    for byte in scalars[20...] {
-                        guard byte >= 48, byte <= 57 else { return nil }
-                        fraction += Double(byte - 48) * scale
-                        scale /= 10
-                    }
-                }
-            }
-        }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let seconds = timegm(&parts)
-        return Date(timeIntervalSince1970: TimeInterval(seconds) + fraction)
+    /// `typeName`, followed by what it accepts when it reads several forms.
+    static func describing(_ typeName: String) -> String {
+        of(typeName).map { "\(typeName) (which reads \($0))" } ?? typeName
     }
 }
