@@ -11,7 +11,7 @@ import SQLCipherConnection
 /// try migrator.registerMigration("0003_backfill") { db in
 ///     try db.execute("UPDATE users SET email = lower(email)")
 /// }
-/// try database.write { db in _ = try migrator.migrate(db) }
+/// try database.writeWithoutTransaction { db in _ = try migrator.migrate(db) }
 /// ```
 ///
 /// Before changing anything, the migrator refuses a database that has applied migrations this code
@@ -19,9 +19,17 @@ import SQLCipherConnection
 /// migrations whose text was edited since. After each migration's step it runs
 /// `PRAGMA foreign_key_check`; violations roll the migration back.
 ///
+/// Foreign keys: when the connection enforces them (`EncryptedDatabase` turns enforcement on
+/// by default) and no transaction is open, the migrator turns enforcement off while it migrates
+/// and back on afterwards, as GRDB's does, so that a migration can rebuild a table (create a new
+/// one, copy the rows, drop the old one, rename) without the drop deleting or refusing the rows
+/// that refer to it; the `foreign_key_check` before each commit still catches what a migration
+/// breaks. Inside a transaction SQLite cannot change enforcement, so run the migrator outside one
+/// (the open's `migrator:`, or `writeWithoutTransaction`).
+///
 /// Bookkeeping lives in the table `encryptedsqlite_migrations` (identifier, checksum, applied_at).
-/// Statements that SQLite refuses inside a transaction (`VACUUM`, changing `journal_mode` or
-/// `foreign_keys`) cannot be part of a migration.
+/// Statements that SQLite refuses or ignores inside a transaction (`VACUUM`, changing
+/// `journal_mode` or `foreign_keys`) cannot be part of a migration.
 public struct DatabaseMigrator: Sendable {
     /// The bookkeeping table's name.
     public static let bookkeepingTable = "encryptedsqlite_migrations"
@@ -99,6 +107,10 @@ public struct DatabaseMigrator: Sendable {
     @discardableResult
     public func migrate(_ db: Connection, upTo target: String? = nil) throws(MigrationError) -> [String] {
         if let target, !migrations.contains(where: { $0.identifier == target }) { throw .unknownTarget(target, database: db.path) }
+        return try withoutForeignKeyEnforcement(db) { () throws(MigrationError) -> [String] in try applyPending(db, upTo: target) }
+    }
+
+    private func applyPending(_ db: Connection, upTo target: String?) throws(MigrationError) -> [String] {
         let applied = try validatedAppliedRecords(db)
         var appliedIDs = Set(applied.map(\.identifier))
         var done: [String] = []
@@ -127,6 +139,10 @@ public struct DatabaseMigrator: Sendable {
     @discardableResult
     public func migrate(_ db: Connection, downTo target: String?) throws(MigrationError) -> [String] {
         if let target, !migrations.contains(where: { $0.identifier == target }) { throw .unknownTarget(target, database: db.path) }
+        return try withoutForeignKeyEnforcement(db) { () throws(MigrationError) -> [String] in try revert(db, downTo: target) }
+    }
+
+    private func revert(_ db: Connection, downTo target: String?) throws(MigrationError) -> [String] {
         let applied = Set(try validatedAppliedRecords(db).map(\.identifier))
         let toRevert = migrations.filter { migration in
             applied.contains(migration.identifier) && (target.map { MigrationOrder.precedes($0, migration.identifier) } ?? true)
@@ -145,6 +161,20 @@ public struct DatabaseMigrator: Sendable {
     }
 
     // MARK: Steps
+
+    /// Runs `body` with foreign-key enforcement off when it is on and no transaction is open (SQLite
+    /// ignores the pragma inside one), and turns it back on afterwards.
+    private func withoutForeignKeyEnforcement<T>(_ db: Connection, _ body: () throws(MigrationError) -> T) throws(MigrationError) -> T {
+        let enforced: Bool
+        do {
+            enforced = try !db.isInTransaction && db.queryValue("PRAGMA foreign_keys", as: Bool.self) == true
+            if enforced { try db.execute("PRAGMA foreign_keys = OFF") }
+        } catch {
+            throw .migrationFailed(identifier: "(foreign keys)", statement: "PRAGMA foreign_keys", reason: "\(error)")
+        }
+        defer { if enforced { try? db.execute("PRAGMA foreign_keys = ON") } }
+        return try body()
+    }
 
     private struct AppliedRecord {
         let identifier: String

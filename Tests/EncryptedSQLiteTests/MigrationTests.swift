@@ -197,6 +197,37 @@ struct MigrationTests {
         }
     }
 
+    @Test("with foreign keys on (the default), a migration that rebuilds a parent table keeps the rows that refer to it; enforcement is back on after")
+    func tableRebuildWithForeignKeys() throws {
+        var migrator = DatabaseMigrator()
+        try migrator.registerSQLMigration("0001_library", sql: """
+            CREATE TABLE authors(id INTEGER PRIMARY KEY, name TEXT);
+            CREATE TABLE books(id INTEGER PRIMARY KEY, author INTEGER NOT NULL REFERENCES authors(id) ON DELETE CASCADE, title TEXT);
+            INSERT INTO authors(id, name) VALUES (1, 'Ann'), (2, 'Bob');
+            INSERT INTO books(author, title) VALUES (1, 'A'), (1, 'B'), (2, 'C');
+            """)
+        // SQLite's recipe for a change ALTER TABLE cannot make: create, copy, drop, rename.
+        try migrator.registerSQLMigration("0002_authors_name_not_null", sql: """
+            CREATE TABLE authors_new(id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            INSERT INTO authors_new(id, name) SELECT id, name FROM authors;
+            DROP TABLE authors;
+            ALTER TABLE authors_new RENAME TO authors;
+            """)
+        let directory = TemporaryDirectory("migrations")
+        let path = directory.file("library.sqlite")
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "k", source: .hex(TestKeys.hex()))])
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true), migrator: migrator)
+        #expect(database.appliedMigrations == ["0001_library", "0002_authors_name_not_null"])
+        try database.writeWithoutTransaction { db in
+            #expect(try db.queryValue("SELECT count(*) FROM books", as: Int.self) == 3)
+            #expect(try db.query("PRAGMA foreign_key_check").isEmpty)
+            #expect(try db.queryValue("PRAGMA foreign_keys", as: Int.self) == 1)
+            #expect(throws: SQLiteError.self) { try db.execute("INSERT INTO books(author, title) VALUES (99, 'orphan')") }
+            try db.execute("DELETE FROM authors WHERE id = 2")
+            #expect(try db.queryValue("SELECT count(*) FROM books", as: Int.self) == 2)
+        }
+    }
+
     @Test("registration mistakes: duplicate identifiers, badly named SQL files, empty up sections, unknown targets (naming the database)")
     func registration() throws {
         var migrator = DatabaseMigrator()

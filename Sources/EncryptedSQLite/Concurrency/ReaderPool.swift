@@ -12,6 +12,7 @@ final class ReaderPool: @unchecked Sendable {
     private let path: String
     private let capacity: Int
     private let busyTimeout: Duration
+    private let setup: @Sendable (Connection) throws -> Void
     // Invariant: every property below is only touched with `condition` locked.
     private let condition = NSCondition()
     private var idle: [Connection] = []
@@ -20,11 +21,14 @@ final class ReaderPool: @unchecked Sendable {
     private var draining = false
     private var key: KeyMaterial?
 
-    init(path: String, capacity: Int, key: KeyMaterial?, busyTimeout: Duration) {
+    /// A pool of up to `capacity` readers; `setup` runs on each reader it opens (foreign keys
+    /// and the application's `prepareConnection`).
+    init(path: String, capacity: Int, key: KeyMaterial?, busyTimeout: Duration, setup: @escaping @Sendable (Connection) throws -> Void) {
         self.path = path
         self.capacity = max(1, capacity)
         self.key = key
         self.busyTimeout = busyTimeout
+        self.setup = setup
     }
 
     /// The key readers are opened with (for tests: a derived raw key, never a passphrase).
@@ -58,7 +62,13 @@ final class ReaderPool: @unchecked Sendable {
         condition.unlock()
         do {
             let connection = try Connection(path: path, access: .readOnly, key: key, busyTimeout: busyTimeout)
-            try connection.verifyReadable()
+            do {
+                try connection.verifyReadable()
+                try setup(connection)
+            } catch {
+                connection.close()
+                throw error
+            }
             return connection
         } catch {
             condition.withLock {

@@ -35,6 +35,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public let appliedMigrations: [String]
     private let opener: DatabaseOpener
     private let readers: ReaderPool?
+    private let setup: ConnectionSetup
     private let logger: Logger
     private let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
     private let reentrancy = ReentrancyGuard()
@@ -61,6 +62,13 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public init(path: String, keys: KeyList, options: OpenOptions = OpenOptions(), migrator: DatabaseMigrator? = nil) throws(EncryptedDatabaseError) {
         let opener = DatabaseOpener(path: path, keys: keys, options: options)
         let opened = try opener.open()
+        let setup = ConnectionSetup(options: options)
+        do {
+            try setup.runOnWriter(opened.connection, path: path)
+        } catch {
+            opened.connection.close()
+            throw error
+        }
         if let migrator {
             do {
                 appliedMigrations = try migrator.migrate(opened.connection)
@@ -77,7 +85,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
         writer = opened.connection
         writerKey = opened.key
         currentReport = opened.report
-        readers = try Self.makeReaderPool(writer: opened.connection, key: opened.key, path: path, options: options)
+        self.setup = setup
+        readers = try Self.makeReaderPool(writer: opened.connection, key: opened.key, path: path, options: options, setup: setup)
     }
 
     /// Closes the writer and every reader. (Cached statements hold their connection, so
@@ -162,19 +171,23 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// closed, and after the rotation they reopen keyed with the new key only.
     /// - Returns: the rotation, or `nil` when the file was already on the current key.
     /// - Throws: ``EncryptedDatabaseError`` as for opening; on failure the database stays usable
-    ///   on its old key.
+    ///   on its old key. When ``OpenOptions/prepareConnection`` throws on the rotated writer, the
+    ///   rotation stands and its error is thrown.
     @discardableResult
     public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
         writerLock.lock()
         defer { writerLock.unlock() }
         guard writerKey.id != keys.currentID else { return nil }
         readers?.drain()
+        // Rotate on the connection as the open's rotation gets it: without the setup's foreign keys.
+        try? writer.execute("PRAGMA foreign_keys = OFF")
         let (rotated, rotation): (Connection, RotationReport)
         do {
             (rotated, rotation) = try opener.rotate(writer, from: writerKey)
         } catch {
             // The rotation closed the writer; reopen it on the old key, which still opens the file.
             if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: opener.options.busyTimeout).open(with: writerKey) {
+                try? setup.run(on: reopened)
                 writer = reopened
             }
             readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: opener.options))
@@ -184,6 +197,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
         writerKey = keys.current
         currentReport = currentReport.with(rotation: rotation)
         readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: opener.options))
+        try setup.runOnWriter(rotated, path: path)
         return rotation
     }
 
@@ -202,7 +216,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
 
     // MARK: Reader pool setup
 
-    private static func makeReaderPool(writer: Connection, key: ResolvedKey, path: String, options: OpenOptions) throws(EncryptedDatabaseError) -> ReaderPool? {
+    private static func makeReaderPool(writer: Connection, key: ResolvedKey, path: String, options: OpenOptions, setup: ConnectionSetup) throws(EncryptedDatabaseError) -> ReaderPool? {
         guard options.concurrentReaders > 0 else { return nil }
         do {
             var mode = try writer.journalMode()
@@ -216,7 +230,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
         } catch {
             throw .ioFailure(path: path, operation: "switching to WAL mode for concurrent readers", detail: "\(error)")
         }
-        return ReaderPool(path: path, capacity: options.concurrentReaders, key: readerKey(for: key, path: path, options: options), busyTimeout: options.busyTimeout)
+        return ReaderPool(
+            path: path, capacity: options.concurrentReaders, key: readerKey(for: key, path: path, options: options), busyTimeout: options.busyTimeout,
+            setup: { try setup.run(on: $0) })
     }
 
     /// The key for reader connections: the raw key plus salt the probe derived (no further

@@ -39,6 +39,33 @@ public struct OpenOptions: Sendable {
     /// material. Silent by default; pass your application's logger to see them.
     public var logger: Logger
 
+    /// Enforce foreign keys (`PRAGMA foreign_keys = ON`) on the writer and on every pooled reader
+    /// (default, as GRDB does). Set it to `false` to keep SQLite's own default: `REFERENCES`
+    /// clauses are accepted but not enforced. The migrator turns enforcement off while it migrates
+    /// (see the Migrations article).
+    public var foreignKeys = true
+    /// Runs on each connection your code gets — the writer, and every pooled reader — when it
+    /// opens, and again when it reopens after a rotation: register SQL functions and collations,
+    /// set pragmas (GRDB's `Configuration.prepareDatabase`). `nil` by default.
+    ///
+    /// ```swift
+    /// var options = OpenOptions(concurrentReaders: 2)
+    /// options.prepareConnection = { db in
+    ///     try db.createFunction("normalize", argumentCount: 1, deterministic: true) { args in
+    ///         if case .text(let text) = args[0] { return text.lowercased() } else { return nil }
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// On the writer it runs after the file is rotated to the current key and before the
+    /// migrator, so migrations can use what it registers; foreign keys are set first, so it can
+    /// change them too. Readers run it when the pool opens them. It must not start a transaction
+    /// that it leaves open. Connections the library opens for itself (finding the key, rotating,
+    /// verifying) never run it. When it throws, the open fails with the error mapped to an
+    /// ``EncryptedDatabaseError`` (a `SQLiteError` by its code, anything else as `ioFailure`),
+    /// and a read fails with the error itself.
+    public var prepareConnection: (@Sendable (Connection) throws -> Void)?
+
     /// Options with the defaults described on each property.
     public init(
         createIfMissing: Bool = false,
