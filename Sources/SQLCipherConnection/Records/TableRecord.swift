@@ -1,8 +1,11 @@
 import Foundation
 /// A `Codable` type stored as one row of a table, identified by a primary-key column.
 ///
-/// Coding keys are column names. An `Int64?` primary key that is `nil` on insert lets SQLite
-/// assign the rowid (for `INTEGER PRIMARY KEY` columns).
+/// It requires a table name; the primary-key column is `id` unless ``primaryKeyColumn`` says
+/// otherwise, and must be encoded. Coding keys are column names: `insert` and `update` write
+/// every encoded property. An `Int64?` primary key that is `nil` on insert lets SQLite assign the
+/// rowid (for `INTEGER PRIMARY KEY` columns); implement ``didInsert(rowID:)`` to keep it when you
+/// insert with `&`.
 ///
 /// ```swift
 /// struct Player: TableRecord {
@@ -10,20 +13,30 @@ import Foundation
 ///     var id: Int64?
 ///     var name: String
 ///     var score: Int
+///     mutating func didInsert(rowID: Int64) { id = rowID }
 /// }
-/// try db.insert(Player(id: nil, name: "Ann", score: 10))
-/// let ann = try db.fetch(Player.self, key: 1)
+/// var ann = Player(id: nil, name: "Ann", score: 10)
+/// try db.insert(&ann)                  // ann.id == 1
+/// let same = try db.fetch(Player.self, key: ann.id)
 /// ```
+///
+/// The Records article lists the rules in full.
 public protocol TableRecord: Codable {
     /// The table's name.
     static var databaseTableName: String { get }
     /// The primary-key column (`id` by default).
     static var primaryKeyColumn: String { get }
+    /// Called by `Connection.insert(_:)` with `&record` after the row was inserted, with the new
+    /// row's rowid — for an `INTEGER PRIMARY KEY` column, its primary key. The default does
+    /// nothing; set your `id` here to keep the one SQLite assigned.
+    mutating func didInsert(rowID: Int64)
 }
 
 extension TableRecord {
     /// `id`.
     public static var primaryKeyColumn: String { "id" }
+    /// Does nothing.
+    public mutating func didInsert(rowID: Int64) {}
 }
 
 /// A record operation that found no row to act on.
@@ -52,11 +65,33 @@ public enum RecordError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Connection {
-    /// Inserts the record; a `NULL` integer primary key is assigned by SQLite.
+    /// Inserts the record; a `NULL` integer primary key is assigned by SQLite. The record is taken
+    /// by value: insert with `&record` to have the new id set on it.
     /// - Returns: the new row's rowid.
     /// - Throws: ``SQLiteError`` (e.g. a constraint), or `EncodingError`.
     @discardableResult
     public func insert<R: TableRecord>(_ record: R) throws -> Int64 {
+        try insertRow(of: record)
+    }
+
+    /// Inserts the record, then calls its ``TableRecord/didInsert(rowID:)`` with the new row's
+    /// rowid, so that a record with an `id` SQLite assigned can keep it.
+    ///
+    /// ```swift
+    /// var ann = Player(id: nil, name: "Ann", score: 10)
+    /// try db.insert(&ann)  // ann.id is the new rowid
+    /// ```
+    /// - Returns: the new row's rowid.
+    /// - Throws: ``SQLiteError`` (e.g. a constraint), or `EncodingError`; the record is then
+    ///   unchanged.
+    @discardableResult
+    public func insert<R: TableRecord>(_ record: inout R) throws -> Int64 {
+        let rowID = try insertRow(of: record)
+        record.didInsert(rowID: rowID)
+        return rowID
+    }
+
+    private func insertRow<R: TableRecord>(of record: R) throws -> Int64 {
         let columns = try ColumnEncoder.columns(of: record)
         let names = columns.map { SQLIdentifier.quoted($0.0) }.joined(separator: ", ")
         let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
