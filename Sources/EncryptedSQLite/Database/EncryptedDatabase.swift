@@ -108,7 +108,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     ///
     /// With a reader pool, reads run concurrently on read-only connections; without one, on the
     /// writer connection with `PRAGMA query_only` on, one caller at a time.
+    ///
+    /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
+    /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
     /// - Throws: whatever `body` throws; ``SQLiteError`` (code `readOnly`) if `body` tries to write.
+    @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("read") {
             if let readers { return try readers.withReader(body) }
@@ -123,8 +127,12 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// Runs `body` on the writer connection inside an `IMMEDIATE` transaction, one caller at a
     /// time: commits when `body` returns, rolls back when it throws (rethrowing its error
     /// unchanged). Nested ``Connection/transaction(_:_:)`` calls become savepoints.
+    ///
+    /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
+    /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
     /// - Throws: whatever `body` throws, or ``SQLiteError`` when the transaction cannot begin
     ///   (e.g. busy) or commit.
+    @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("write") { try writerLock.withLock { try writer.transaction(.immediate, body) } }
     }
@@ -132,7 +140,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// Runs `body` on the writer connection with no transaction around it, one caller at a time:
     /// for statements that cannot run in a transaction (`VACUUM`, `PRAGMA journal_mode`) or for
     /// code that manages transactions itself.
+    ///
+    /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
+    /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
     /// - Throws: whatever `body` throws.
+    @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("writeWithoutTransaction") { try writerLock.withLock { try body(writer) } }
     }

@@ -1,0 +1,115 @@
+import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+/// Which overload of `read`, `write` and `writeWithoutTransaction` async code runs.
+///
+/// The compile-time half is this file itself: the blocking overloads are `noasync`, so each
+/// `try await database.…` below compiles without a diagnostic only because the compiler chose the
+/// `async` overload (choosing the blocking one is diagnosed "unavailable from asynchronous
+/// contexts"; the package builds without warnings). The runtime half: the closure does not see the
+/// calling task's task-local value, so it ran on the database's own queue, not inline in the task.
+/// Where Swift does not rank overloads by context (top-level code, closures without `await`), the
+/// real compiler type-checks snippets against the built modules.
+@Suite("Async code runs the async overloads of read, write and writeWithoutTransaction")
+struct AsyncOverloadTests {
+    enum Probe {
+        @TaskLocal static var inCallingTask = false
+    }
+
+    @MainActor
+    static func readOnMainActor(_ database: EncryptedDatabase) async throws -> Bool {
+        try await database.read { _ in Probe.inCallingTask }
+    }
+
+    @Test("try await runs the async overloads in an async function, a multi-statement closure, async let, a Task, a task group and on the main actor")
+    func asyncContexts() async throws {
+        let scratch = try Scratch()
+        let database = scratch.database
+        try await Probe.$inCallingTask.withValue(true) {
+            let read = try await database.read { _ in Probe.inCallingTask }
+            let write = try await database.write { _ in Probe.inCallingTask }
+            let bare = try await database.writeWithoutTransaction { _ in Probe.inCallingTask }
+            let multiStatement = try await database.write { db in
+                try db.execute("CREATE TABLE t(x)")
+                try db.execute("INSERT INTO t(x) VALUES (1)")
+                return Probe.inCallingTask
+            }
+            async let asyncLet = database.read { _ in Probe.inCallingTask }
+            let inTask = try await Task { try await database.read { _ in Probe.inCallingTask } }.value
+            let inGroup = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask { try await database.write { _ in Probe.inCallingTask } }
+                return try await group.next() ?? true
+            }
+            let onMainActor = try await Self.readOnMainActor(database)
+            let fromAsyncLet = try await asyncLet
+            // The probe itself: synchronous code in the task sees the value.
+            #expect(Probe.inCallingTask)
+            #expect([read, write, bare, multiStatement, fromAsyncLet, inTask, inGroup, onMainActor] == Array(repeating: false, count: 8))
+        }
+        let rows = try await database.read { db in try db.queryValue("SELECT count(*) FROM t", as: Int.self) }
+        #expect(rows == 1)
+        withExtendedLifetime(scratch) {}
+    }
+
+    @Test("where Swift does not rank overloads by context (top-level code, closures without await), the blocking overloads are refused, not run")
+    func contextsSwiftDoesNotRank() throws {
+        let snippet = """
+            import EncryptedSQLite
+            func use(_ database: EncryptedDatabase) async throws {
+                let task = Task { try database.read { db in try db.queryValue("SELECT 1", as: Int.self) } }
+                _ = try await task.value
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try database.writeWithoutTransaction { db in try db.execute("SELECT 1") } }
+                    try await group.waitForAll()
+                }
+                _ = try await database.write { db in try db.execute("SELECT 1") }
+            }
+            let database: EncryptedDatabase? = nil
+            _ = try await database?.write { db in try db.execute("SELECT 1") }
+
+            """
+        let output = try Self.typeCheck(mainSwift: snippet)
+        func diagnostics(line: Int) -> [Substring] {
+            output.split(separator: "\n").filter { $0.contains("main.swift:\(line):") }
+        }
+        func refused(_ method: String) -> (Substring) -> Bool {
+            { $0.contains("instance method '\(method)' is unavailable from asynchronous contexts") }
+        }
+        // A closure without `await` in async code (Task, task group): refused, where it used to run
+        // the blocking overload on a thread of the cooperative pool without a word.
+        #expect(diagnostics(line: 3).contains(where: refused("read")), "\(output)")
+        #expect(diagnostics(line: 6).contains(where: refused("writeWithoutTransaction")), "\(output)")
+        // Top-level code: Swift 6.3 picks the blocking overload even after `await` (it does not
+        // treat top-level code as async when ranking overloads); refused, where it used to run
+        // with only the warning "no 'async' operations occur within 'await' expression".
+        #expect(diagnostics(line: 12).contains(where: refused("write")), "\(output)")
+        // The async function's `try await` (line 9) is fine: no diagnostic on it.
+        #expect(diagnostics(line: 9).isEmpty, "\(output)")
+        // Nothing else.
+        #expect(output.split(separator: "\n").filter { $0.contains("main.swift:") }.count == 4, "\(output)")
+    }
+
+    /// Type-checks `mainSwift` as a program's main.swift against the modules `swift build` made
+    /// for these tests; returns the compiler's diagnostics.
+    static func typeCheck(mainSwift: String) throws -> String {
+        let directory = TemporaryDirectory("typecheck")
+        let file = directory.file("main.swift")
+        try mainSwift.write(toFile: file, atomically: true, encoding: .utf8)
+        let products = URL(fileURLWithPath: BuiltProduct.path("x")).deletingLastPathComponent()
+        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let checkouts = products.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("checkouts")
+        let moduleMaps = [
+            packageRoot.appendingPathComponent("Sources/CSQLCipher"), packageRoot.appendingPathComponent("Sources/COpenSSLCrypto"),
+            checkouts.appendingPathComponent("swift-crypto/Sources/CCryptoBoringSSL/include"),
+            checkouts.appendingPathComponent("swift-crypto/Sources/CCryptoBoringSSLShims/include"),
+            checkouts.appendingPathComponent("Yams/Sources/CYaml/include"),
+        ].flatMap { ["-Xcc", "-fmodule-map-file=\($0.appendingPathComponent("module.modulemap").path)"] }
+        let swiftc = try #require(ProcessRunner.which("swiftc"))
+        let result = try ProcessRunner.run(
+            swiftc, ["-typecheck", "-swift-version", "6", "-I", products.appendingPathComponent("Modules").path] + moduleMaps + [file])
+        #expect(!result.stderr.contains("no such module"), "\(result.stderr)")
+        return result.stdout + result.stderr
+    }
+}
