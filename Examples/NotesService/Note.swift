@@ -6,4 +6,6 @@ struct Note: TableRecord, Sendable {
     var id: Int64?
     var text: String
     var author: String
+
+    mutating func didInsert(rowID: Int64) { id = rowID }
 }

@@ -8,7 +8,7 @@ struct NoteRepository: Sendable {
     func add(_ text: String, by author: String) async throws -> Note {
         try await database.write { db in
             var note = Note(id: nil, text: text, author: author)
-            note.id = try db.insert(note)
+            try db.insert(&note)   // sets note.id through didInsert(rowID:)
             return note
         }
     }
