@@ -22,21 +22,8 @@ extension Fixture {
     /// that must stay untouched while others change). Compares within one test process only.
     public static func tableDigest(_ db: Connection, _ table: String) throws -> String {
         var hasher = ContentHasher()
-        let quoted = "\"" + table.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        let statement = try db.prepare("SELECT * FROM \(quoted) ORDER BY rowid")
-        var rows = 0
-        while try statement.step() {
-            rows += 1
-            for column in 0..<Int32(statement.columnCount) {
-                switch statement.value(at: column) {
-                case .null: hasher.add("N")
-                case .integer(let value): hasher.add("I\(value)")
-                case .real(let value): hasher.add("R\(value)")
-                case .text(let value): hasher.add("T\(value)")
-                case .blob(let bytes): hasher.add(bytes)
-                }
-            }
-        }
+        let statement = try db.prepare("SELECT * FROM \(SQLIdentifier.quoted(table)) ORDER BY rowid")
+        let rows = try addRows(of: statement, to: &hasher)
         return "\(rows) rows, \(hasher.hexDigest)"
     }
 }

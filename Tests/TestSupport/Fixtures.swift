@@ -57,21 +57,29 @@ public enum Fixture {
         for table in objects where (try table.get("type", as: String.self)) == "table" {
             let name = try table.get("name", as: String.self)
             let withoutRowID = (try table.get("sql", as: String?.self) ?? "").uppercased().contains("WITHOUT ROWID")
-            let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-            let statement = try db.prepare("SELECT * FROM \(quoted)" + (withoutRowID ? "" : " ORDER BY rowid"))
-            while try statement.step() {
-                for column in 0..<Int32(statement.columnCount) {
-                    switch statement.value(at: column) {
-                    case .null: hasher.add("N")
-                    case .integer(let value): hasher.add("I\(value)")
-                    case .real(let value): hasher.add("R\(value)")
-                    case .text(let value): hasher.add("T\(value)")
-                    case .blob(let bytes): hasher.add(bytes)
-                    }
+            let statement = try db.prepare("SELECT * FROM \(SQLIdentifier.quoted(name))" + (withoutRowID ? "" : " ORDER BY rowid"))
+            _ = try addRows(of: statement, to: &hasher)
+        }
+        return hasher.hexDigest
+    }
+
+    /// Adds every row `statement` returns, value by value with its storage class, to `hasher`;
+    /// returns the number of rows.
+    static func addRows(of statement: Statement, to hasher: inout ContentHasher) throws -> Int {
+        var rows = 0
+        while try statement.step() {
+            rows += 1
+            for column in 0..<Int32(statement.columnCount) {
+                switch statement.value(at: column) {
+                case .null: hasher.add("N")
+                case .integer(let value): hasher.add("I\(value)")
+                case .real(let value): hasher.add("R\(value)")
+                case .text(let value): hasher.add("T\(value)")
+                case .blob(let bytes): hasher.add(bytes)
                 }
             }
         }
-        return hasher.hexDigest
+        return rows
     }
 }
 
