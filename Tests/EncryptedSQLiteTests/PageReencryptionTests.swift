@@ -204,6 +204,44 @@ struct PageReencryptionTests {
         #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
+    @Test("a WAL file is back in WAL mode the moment its page re-encryption commits: nothing writes the file after the commit, and a process killed right after it leaves the file on the new key, in WAL mode, with nothing beside it")
+    func walModeCommitsWithTheKey() throws {
+        // Before, `PRAGMA journal_mode = WAL` ran after the commit: a SQLite transaction through a
+        // rollback journal whose header stays zeroed until its first sync. The rekey CLI killed
+        // there (reproduced with strace's fault injection at that fdatasync) left the file in
+        // rollback mode beside a `-journal` that SQLite ignores and no later open removed.
+        let directory = TemporaryDirectory("wal-commit")
+        let scenario = PageCase(pageSize: 1024, walMode: true, oldKind: .hex, newKind: .passphrase, kdfIterations: nil)
+        let (path, ring, keys) = try makeFile(scenario, in: directory, rows: 500)
+        let image = TemporaryDirectory("wal-commit-image")
+        var options = OpenOptions()
+        let system = FileOperations.system
+        options.files.rename = { source, target throws(FileSystemError) in
+            try system.rename(source, target)
+            // The commit: the files a process killed right now leaves.
+            if target.hasSuffix(RotationTemporaries.undoSuffix) { copyState(of: path, into: image) }
+        }
+        do {
+            let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+            #expect(database.report.rotation?.method == .pageReencryption)
+            #expect(try database.read { try $0.journalMode() } == "wal")
+        }
+        #expect(databaseSideFiles(in: directory).isEmpty)
+        let killed = image.file("app.sqlite")
+        #expect(image.listing() == ["app.sqlite"])
+        #expect(FileSnapshot(path).bytes == FileSnapshot(killed).bytes, "the file was written after the commit")
+
+        let shell = try shell(killed, ring.keys[1], scenario, "SELECT count(*) > 0 FROM sqlite_master;\nPRAGMA journal_mode;")
+        #expect(shell.stdout.split(separator: "\n") == ["1", "wal"], "\(shell.stderr)")
+        do {
+            let database = try EncryptedDatabase(path: killed, keys: KeyList(database: killed, keys: keys.keys.map(\.asDatabaseKey), environment: ring.environment))
+            #expect(database.report.openedWithKeyID == ring.keys[1].id)
+            #expect(database.report.rotation == nil)
+            #expect(try database.read { try $0.journalMode() } == "wal")
+        }
+        #expect(databaseSideFiles(in: image).isEmpty)
+    }
+
     @Test("files the page re-encryption does not handle rotate with the engine's rekey: no HMAC, WAL with another connection, a leftover journal, or the engineRekey strategy")
     func fallbacks() throws {
         // No HMAC (SQLCipher 1.x layout with 3.x key derivation).

@@ -9,9 +9,13 @@ import SQLCipherConnection
 extension PageReencryption {
     /// Decrypts every page with the old key and encrypts it with the new one (fresh IVs, the same
     /// salt in page 1), writing each chunk back in place; then syncs the file.
+    ///
+    /// With `walMode`, the new page 1 also says WAL mode (``walFileFormat(inPage1:)``), so that
+    /// the commit puts the file back in the WAL mode the rotation took it out of: no SQLite
+    /// transaction runs after the commit to do it.
     /// - Throws: ``EncryptedDatabaseError`` for I/O failures, ``PageFailure`` for a page that does
     ///   not authenticate or OpenSSL failing.
-    func rewritePages(_ prepared: Prepared, in context: RotationContext) throws {
+    func rewritePages(_ prepared: Prepared, walMode: Bool, in context: RotationContext) throws {
         let format = prepared.format
         let database = prepared.database
         let (oldKeys, newKeys) = (prepared.oldKeys, prepared.newKeys)
@@ -40,6 +44,7 @@ extension PageReencryption {
                     guard state.old.decrypt(UnsafeRawBufferPointer(page), number: number, into: state.plain.bytes) else {
                         throw PageFailure(detail: "page \(number) does not authenticate with the old key: the file is damaged")
                     }
+                    if number == 1 && walMode { Self.walFileFormat(inPage1: state.plain.bytes) }
                     let random = UnsafeRawBufferPointer(rebasing: state.random.bytes[(index * format.reserve)..<((index + 1) * format.reserve)])
                     guard state.new.encrypt(UnsafeRawBufferPointer(state.plain.bytes), number: number, salt: newKeys.salt, random: random, into: page) else {
                         throw PageFailure(detail: "OpenSSL failed to encrypt page \(number)")
@@ -53,7 +58,21 @@ extension PageReencryption {
         }
     }
 
-    /// One worker's ciphers and buffers for ``rewritePages(_:in:)``.
+    /// Sets the file format write and read versions of SQLite's file header (bytes 18 and 19 of
+    /// the plaintext page 1) to 2, WAL mode: the two bytes `PRAGMA journal_mode = WAL` writes
+    /// (`sqlite3BtreeSetVersion`), and all it changes in the file.
+    ///
+    /// Written by SQLite after the commit, that switch is a transaction of its own through a
+    /// rollback journal whose header stays zeroed until the journal is synced: a process killed
+    /// inside it leaves the file in rollback-journal mode beside a `-journal` that SQLite ignores
+    /// (not hot) and removes only at its next write, which opening the file, already on the new
+    /// key, never makes. Written here, in the new page 1, it commits with the rotation.
+    static func walFileFormat(inPage1 plaintext: UnsafeMutableRawBufferPointer) {
+        plaintext[18] = 2
+        plaintext[19] = 2
+    }
+
+    /// One worker's ciphers and buffers for ``rewritePages(_:walMode:in:)``.
     private struct RewriteState {
         let old: PageCipher
         let new: PageCipher

@@ -82,7 +82,7 @@ struct PageReencryption: Rotation {
         // it. From here until the commit, a failure leaves a hot journal that SQLite rolls back.
         var authenticateDuration = Duration.zero
         do {
-            try rewritePages(prepared, in: context)
+            try rewritePages(prepared, walMode: leftWAL, in: context)
             if context.verification != .schema {
                 let authenticateTime = Stopwatch()
                 try authenticatePages(prepared, in: context)
@@ -124,11 +124,12 @@ struct PageReencryption: Rotation {
                 throw restoreUndo(undoPath, journalPath: journalPath, detail: detail, leftWAL: leftWAL, in: context)
             case .checkFailed(let failure):
                 context.files.removeIfPresent(undoPath)
-                if leftWAL { context.logger.warning("the rotated file stays in rollback-journal mode", metadata: ["path": "\(context.path)"]) }
                 throw failure
             }
         }
         context.files.removeIfPresent(undoPath)
+        // The new page 1 put a file that was in WAL mode back in it at the commit; this only
+        // confirms it (and switches through SQLite if the engine did not open it in WAL mode).
         if leftWAL { context.restoreWAL(verified) }
 
         let report = context.report(method: method, journalMode: journalMode, bytes: prepared.bytes, rewrite: rewriteDuration,
