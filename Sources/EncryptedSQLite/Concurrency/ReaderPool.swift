@@ -3,7 +3,7 @@ import Foundation
 import SQLCipherConnection
 
 /// A small pool of read-only connections to one WAL-mode database, keyed without a key derivation
-/// each (see ``DerivedKey``), for reads that run concurrently with each other and with the writer.
+/// each (see `DerivedKey`), for reads that run concurrently with each other and with the writer.
 ///
 /// Rotation cooperates with the pool: ``drain()`` stops new check-outs, waits until every reader
 /// is back, and closes them all; ``resume(keyedWith:)`` lets readers open again, keyed with the

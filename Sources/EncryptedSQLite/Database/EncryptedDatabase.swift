@@ -11,7 +11,7 @@ import SQLCipherConnection
 /// Opening finds the key that opens the file, trying the current key first and then the older
 /// keys from oldest to newest. When an older key opened it, the file is rotated to the current key
 /// before the database is handed out, and the rotation is verified on a fresh connection. A
-/// ``DatabaseMigrator`` given to the open then runs on the same keyed connection.
+/// `DatabaseMigrator` given to the open then runs on the same keyed connection.
 ///
 /// ```swift
 /// let keys = try KeysFile.load(path: "Keys").keyList(forDatabase: "app.sqlite")
@@ -21,8 +21,8 @@ import SQLCipherConnection
 /// let notes = try await database.read { db in try db.query(Note.self, "SELECT * FROM notes") }
 /// ```
 ///
-/// Access model: one writer connection, used by one caller at a time (``write(_:)-31cs9`` in an
-/// `IMMEDIATE` transaction, ``writeWithoutTransaction(_:)-57ff4`` without). Reads run on the writer
+/// Access model: one writer connection, used by one caller at a time (`write(_:)` in an
+/// `IMMEDIATE` transaction, `writeWithoutTransaction(_:)` without). Reads run on the writer
 /// too, serialized with writes, unless ``OpenOptions/concurrentReaders`` asks for a pool of
 /// read-only connections in WAL mode; then reads run concurrently with each other and with the
 /// writer, each on a consistent snapshot.
@@ -111,7 +111,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     ///
     /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
     /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
-    /// - Throws: whatever `body` throws; ``SQLiteError`` (code `readOnly`) if `body` tries to write.
+    /// - Throws: whatever `body` throws; `SQLiteError` (code `readOnly`) if `body` tries to write.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("read") {
@@ -126,11 +126,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
 
     /// Runs `body` on the writer connection inside an `IMMEDIATE` transaction, one caller at a
     /// time: commits when `body` returns, rolls back when it throws (rethrowing its error
-    /// unchanged). Nested ``Connection/transaction(_:_:)`` calls become savepoints.
+    /// unchanged). Nested `Connection/transaction(_:_:)` calls become savepoints.
     ///
     /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
     /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
-    /// - Throws: whatever `body` throws, or ``SQLiteError`` when the transaction cannot begin
+    /// - Throws: whatever `body` throws, or `SQLiteError` when the transaction cannot begin
     ///   (e.g. busy) or commit.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
@@ -149,21 +149,21 @@ public final class EncryptedDatabase: @unchecked Sendable {
         try reentrancy.enter("writeWithoutTransaction") { try writerLock.withLock { try body(writer) } }
     }
 
-    /// ``read(_:)-buwx`` for Swift concurrency: runs on a thread of the database's own dispatch queue,
+    /// `read(_:)` for Swift concurrency: runs on a thread of the database's own dispatch queue,
     /// not on the cooperative pool.
-    /// - Throws: as ``read(_:)-buwx``.
+    /// - Throws: as `read(_:)`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await run { try self.read(body) }
     }
 
-    /// ``write(_:)-31cs9`` for Swift concurrency.
-    /// - Throws: as ``write(_:)-31cs9``.
+    /// `write(_:)` for Swift concurrency.
+    /// - Throws: as `write(_:)`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await run { try self.write(body) }
     }
 
-    /// ``writeWithoutTransaction(_:)-57ff4`` for Swift concurrency.
-    /// - Throws: as ``writeWithoutTransaction(_:)-57ff4``.
+    /// `writeWithoutTransaction(_:)` for Swift concurrency.
+    /// - Throws: as `writeWithoutTransaction(_:)`.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try await run { try self.writeWithoutTransaction(body) }
     }

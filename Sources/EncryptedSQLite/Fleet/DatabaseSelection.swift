@@ -4,7 +4,7 @@ import KeyConfiguration
 /// Which databases of a Keys file a fleet run works on: paths named one by one, every database
 /// the file names, or both.
 ///
-/// Resolving a selection against a ``KeysFile`` gives the ``FleetDatabase`` values that
+/// Resolving a selection against a `KeysFile` gives the ``FleetDatabase`` values that
 /// ``FleetRotation`` and ``FleetInspection`` run over, in this order:
 ///
 /// 1. the named ``paths``, in the order given, each with its key list — or with the reason it has
@@ -12,7 +12,7 @@ import KeyConfiguration
 ///    variable, a key file readable by others), becomes that database's
 ///    ``FleetFailure/keys(_:)`` failure rather than an error, so the others still run;
 /// 2. with ``includesAll``, every other database the file names, in file order: exact paths as
-///    written, and the files its glob patterns match now (see ``KeysFile/allDatabasePaths()``).
+///    written, and the files its glob patterns match now (see `KeysFile/allDatabasePaths()`).
 ///
 /// A selection that resolves to no database at all throws instead (see
 /// ``DatabaseSelectionError``).

@@ -23,7 +23,7 @@ public struct FleetDatabase: Sendable {
     }
 
     /// Every database `keysFile` names (exact entries and glob matches, see
-    /// ``KeysFile/allDatabasePaths()``), each with its key list.
+    /// `KeysFile/allDatabasePaths()`), each with its key list.
     public static func all(in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) -> [FleetDatabase] {
         keysFile.allDatabasePaths().map { named($0, in: keysFile, environment: environment) }
     }

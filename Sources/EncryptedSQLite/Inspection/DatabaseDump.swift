@@ -11,7 +11,7 @@ import SQLCipherConnection
 /// `sqlite_stat*` tables are left out (run `ANALYZE` after importing).
 public enum DatabaseDump {
     /// Writes the dump of the database `connection` has open to `output`, line by line.
-    /// - Throws: ``SQLiteError`` when a read fails.
+    /// - Throws: `SQLiteError` when a read fails.
     public static func write(_ connection: Connection, to output: (String) throws -> Void) throws {
         try output("PRAGMA foreign_keys=OFF;")
         try output("BEGIN TRANSACTION;")
@@ -41,7 +41,7 @@ public enum DatabaseDump {
     }
 
     /// The whole dump as one string.
-    /// - Throws: ``SQLiteError`` when a read fails.
+    /// - Throws: `SQLiteError` when a read fails.
     public static func text(of connection: Connection) throws -> String {
         var lines: [String] = []
         try write(connection) { lines.append($0) }

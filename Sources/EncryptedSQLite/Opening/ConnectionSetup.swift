@@ -14,7 +14,7 @@ struct ConnectionSetup: Sendable {
     }
 
     /// Sets up `connection`.
-    /// - Throws: ``SQLiteError`` from the pragma, or whatever `prepareConnection` throws.
+    /// - Throws: `SQLiteError` from the pragma, or whatever `prepareConnection` throws.
     func run(on connection: Connection) throws {
         try connection.execute(foreignKeys ? "PRAGMA foreign_keys = ON" : "PRAGMA foreign_keys = OFF")
         try prepareConnection?(connection)

@@ -20,7 +20,7 @@ struct KeyProbe {
     /// Looks at the file first (so that a missing, empty or plaintext file costs no key
     /// derivation), then tries the keys. An unencrypted file opens with the list's plaintext
     /// entry, when it has one. When no key opens the file, checks whether it is a SQLCipher 4 file
-    /// one of the keys is right for (``SQLCipher4Diagnosis``).
+    /// one of the keys is right for (`SQLCipher4Diagnosis`).
     ///
     /// The returned key carries the cipher settings that opened the file (for a legacy key, the
     /// variant that matched).

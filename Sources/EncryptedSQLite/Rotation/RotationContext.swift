@@ -129,7 +129,7 @@ struct RotationContext {
     }
 
     /// Runs `check` on `connection`; returns what it reported when that is not `ok`.
-    /// - Throws: ``SQLiteError`` when the check cannot run.
+    /// - Throws: `SQLiteError` when the check cannot run.
     func problems(running check: String, on connection: Connection) throws -> String? {
         let result = try connection.query(check).compactMap { try $0.get(0, as: String?.self) }
         return result == ["ok"] ? nil : "\(check) reported: \(result.prefix(3).joined(separator: "; "))"

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The application, the key rotation and the migrator all run their SQL through this type's
 /// ``execute(_:_:)``, ``query(_:_:)`` and ``prepare(_:)``. You get a connection inside
-/// ``EncryptedDatabase/read(_:)-buwx`` and ``EncryptedDatabase/write(_:)-31cs9``; the library opens and keys
+/// `EncryptedDatabase/read(_:)` and `EncryptedDatabase/write(_:)`; the library opens and keys
 /// it for you.
 ///
 /// A connection is keyed exactly once, when it opens: SQLCipher 3.4.1 corrupts reads when a key is

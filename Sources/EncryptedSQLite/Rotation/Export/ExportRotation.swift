@@ -12,7 +12,7 @@ import SQLCipherConnection
 /// allows only when no other connection has it open (otherwise
 /// ``EncryptedDatabaseError/busy(path:detail:)``); the new file is put back in WAL mode. The copy
 /// (``DatabaseExport``) is written under a temporary name, verified, and published over the
-/// original (``DurableNewFile``). Why this keeps the file intact through a crash, and what it
+/// original (`DurableNewFile`). Why this keeps the file intact through a crash, and what it
 /// means for other processes that have the file open, is explained in the Key Rotation article.
 struct ExportRotation: Rotation {
     var method: RotationMethod { .export }

@@ -5,7 +5,7 @@ import SQLCipherConnection
 
 /// Rotates a database to a new key by re-encrypting its pages in place, in parallel, under the
 /// database's EXCLUSIVE lock and a rollback journal in SQLite's own format (``RollbackJournal``),
-/// with OpenSSL's primitives in the file's page format (``SQLCipher3PageFormat``).
+/// with OpenSSL's primitives in the file's page format (`SQLCipher3PageFormat`).
 ///
 /// The phases, each in its own file: A, take the file and gather what the rewrite needs
 /// (``prepare(_:in:fromMaterial:oldIterations:toMaterial:newIterations:)``); B, write the journal
