@@ -16,8 +16,12 @@ swift_root=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")
 command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
 
 if [ ! -x "$root/usr/bin/apt-get" ]; then
-  echo "== debootstrap trixie into $root"
-  debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian >/dev/null
+  # The Debian mirror this machine's own apt configuration uses (no host name is written here).
+  mirror=$(apt-get indextargets --format '$(REPO_URI) $(CODENAME)' 'Created-By: Packages' 2>/dev/null \
+    | awk '$2 !~ /-(security|updates|backports)$/ { print $1; exit }')
+  [ -n "$mirror" ] || { echo "sqlcipher4-check: no Debian mirror found in this machine's apt configuration" >&2; exit 1; }
+  echo "== debootstrap trixie into $root from $mirror"
+  debootstrap --variant=minbase trixie "$root" "$mirror" >/dev/null
 fi
 
 mounted=()
