@@ -2,7 +2,8 @@
 # Builds and tests EncryptedSQLite against a SQLCipher 4 engine: Debian trixie's libsqlcipher-dev
 # (4.6.x) and its sqlcipher shell, in a debootstrap root beside the repository, with this
 # machine's Swift toolchain and Swift package mirror bind-mounted. Needs root (debootstrap,
-# chroot, mount) and Debian's package servers. Takes 10-15 minutes the first time.
+# chroot, mount) and Debian's package servers. Takes 10-15 minutes the first time;
+# later runs reuse the root and the build folder inside it.
 #   scripts/sqlcipher4-check.sh                  every test
 #   scripts/sqlcipher4-check.sh --filter Rotation
 # Set SQLCIPHER4_ROOT to choose where the trixie root goes (default: ../sqlcipher4-root).
@@ -53,7 +54,12 @@ chroot "$root" /bin/bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractiv
   util-linux bsdutils tzdata >/dev/null && update-ca-certificates >/dev/null'
 chroot "$root" sqlcipher -version
 
-echo "== a clean clone of this repository's HEAD, built and tested against that engine"
-rm -rf "$root/root/encryptedsqlite"
-git clone -q "$repo" "$root/root/encryptedsqlite"
+echo "== this repository's HEAD, built and tested against that engine"
+# A clone inside the root, brought to HEAD; its .build stays between runs (untracked files go), so a
+# second run rebuilds only what changed.
+clone="$root/root/encryptedsqlite"
+[ -d "$clone/.git" ] || git clone -q "$repo" "$clone"
+git -C "$clone" fetch -q "$repo" HEAD
+git -C "$clone" reset -q --hard FETCH_HEAD
+git -C "$clone" clean -q -fdx -e .build
 chroot "$root" /bin/bash -c "export PATH=/opt/swift/usr/bin:\$PATH HOME=/root; cd /root/encryptedsqlite && swift build --build-tests && swift test $*"
