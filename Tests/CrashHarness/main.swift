@@ -11,6 +11,11 @@
 //                                      printing "<suffix> <octal mode>" for the database ("db") and
 //                                      for each side file while it exists (-journal inside a write,
 //                                      -wal and -shm while the connection is open)
+//   crash-harness start <Keys> <database> wal|delete
+//                                      opens the database from the Keys file as a service starting up
+//                                      (rotating it if needed), writes a row, reads a count, exits
+//   crash-harness serve <Keys> <database> wal|delete <seconds>
+//                                      a service writing and reading while others rotate (Service.swift)
 //
 // Keys come from the environment, never argv: HARNESS_KEY_HEX (migrate, modes), HARNESS_OLD_KEY_HEX
 // and HARNESS_NEW_KEY_HEX (write), 64 hex digits each.
@@ -21,8 +26,10 @@ import TestSupport
 let arguments = CommandLine.arguments
 guard (arguments.count == 3 && ["migrate", "write"].contains(arguments[1]))
     || (arguments.count == 4 && arguments[1] == "modes" && ["wal", "delete"].contains(arguments[3]))
+    || (arguments.count == 5 && arguments[1] == "start" && ["wal", "delete"].contains(arguments[4]))
+    || (arguments.count == 6 && arguments[1] == "serve" && ["wal", "delete"].contains(arguments[4]) && Double(arguments[5]) != nil)
 else {
-    FileHandle.standardError.write(Data("usage: crash-harness migrate|write <database> | modes <database> wal|delete\n".utf8))
+    FileHandle.standardError.write(Data("usage: crash-harness migrate|write <database> | modes <database> wal|delete | start <Keys> <database> wal|delete | serve <Keys> <database> wal|delete <seconds>\n".utf8))
     exit(64)
 }
 let path = arguments[2]
@@ -40,6 +47,12 @@ func printMode(_ label: String, _ file: String) {
 }
 
 switch arguments[1] {
+case "start":
+    Service.start(keysFile: arguments[2], path: arguments[3], journalMode: arguments[4])
+
+case "serve":
+    Service.serve(keysFile: arguments[2], path: arguments[3], journalMode: arguments[4], seconds: Double(arguments[5])!)
+
 case "modes":
     do {
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "harness", source: .environment(variable: "HARNESS_KEY_HEX", format: .hex))])

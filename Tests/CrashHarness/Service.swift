@@ -1,0 +1,116 @@
+import EncryptedSQLite
+import Foundation
+import Synchronization
+import TestSupport
+
+/// The small service of the live-rotation tests (`LiveRotationTests`): opens its database from a
+/// Keys file, as an application should, and writes and reads while other processes rotate it.
+enum Service {
+    /// `start <Keys> <database> wal|delete`: opens the database (rotating it when it is on an older
+    /// key), writes one row, reads the count, and prints `opened-with=<id> rotated=<bool>`.
+    static func start(keysFile: String, path: String, journalMode: String) {
+        let name = ProcessInfo.processInfo.environment["SERVICE_NAME"] ?? "start"
+        do {
+            let database = try open(keysFile: keysFile, path: path, journalMode: journalMode)
+            try database.write { db in
+                try db.execute("INSERT OR IGNORE INTO ledger(service, n, payload) VALUES (?, 1, randomblob(100))", [name])
+            }
+            let count = try database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) ?? 0 }
+            print("opened-with=\(database.report.openedWithKeyID) rotated=\(database.report.rotated) count=\(count)")
+        } catch {
+            FileHandle.standardError.write(Data("crash-harness: \(error)\n".utf8))
+            exit((error as? EncryptedDatabaseError)?.category == .busy ? 75 : 1)
+        }
+    }
+
+    /// `serve <Keys> <database> wal|delete <seconds>`: a writer thread commits rows
+    /// `(SERVICE_NAME, 1, 2, …)` to `ledger` every SERVICE_INTERVAL_MS (5) and prints
+    /// `committed N` after each commit returns; two reader threads count rows as often. Every
+    /// failed operation prints `failed <operation>: <error>`. When the file `<database>.rotate-<name>`
+    /// appears, the writer thread removes it and calls `rotateToCurrentKey()` (a rotation started
+    /// by the service). At the end: `summary operations=… failed=… longest-pause-ms=…`.
+    static func serve(keysFile: String, path: String, journalMode: String, seconds: Double) {
+        let environment = ProcessInfo.processInfo.environment
+        let name = environment["SERVICE_NAME"] ?? "service"
+        let interval = useconds_t((Int(environment["SERVICE_INTERVAL_MS"] ?? "") ?? 5) * 1000)
+        let database: EncryptedDatabase
+        do {
+            database = try open(keysFile: keysFile, path: path, journalMode: journalMode)
+        } catch {
+            FileHandle.standardError.write(Data("crash-harness: \(error)\n".utf8))
+            exit(error.category == .busy ? 75 : 1)
+        }
+        let tally = Tally()
+        let say = tally.say, record = tally.record
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        let trigger = path + ".rotate-" + name
+        let readers = (0..<2).map { _ in
+            Thread {
+                while ContinuousClock.now < end {
+                    record("read") { _ = try database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) } }
+                    usleep(interval)
+                }
+            }
+        }
+        readers.forEach { $0.start() }
+        var next = 1
+        while ContinuousClock.now < end {
+            if FileManager.default.fileExists(atPath: trigger) {
+                try? FileManager.default.removeItem(atPath: trigger)
+                let start = ContinuousClock.now
+                record("rotate") {
+                    let rotation = try database.rotateToCurrentKey()
+                    say("rotated by service to=\(database.report.rotation?.toKeyID ?? "-") did=\(rotation != nil) ms=\(Int((ContinuousClock.now - start).seconds * 1000))")
+                }
+            }
+            record("write") {
+                try database.write { db in
+                    try db.execute("INSERT INTO ledger(service, n, payload) VALUES (?, ?, randomblob(100))", [name, next])
+                }
+                // Reported only once the commit has returned: every reported row must survive.
+                say("committed \(next)")
+                next += 1
+            }
+            usleep(interval)
+        }
+        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        let final = tally.stats.withLock { $0 }
+        say("summary operations=\(final.operations) failed=\(final.failed) longest-pause-ms=\(Int(final.longest.seconds * 1000)) key=\(database.report.currentKeyID)")
+    }
+
+    private static func open(keysFile: String, path: String, journalMode: String) throws(EncryptedDatabaseError) -> EncryptedDatabase {
+        let readers = journalMode == "wal" ? 4 : 0
+        let keys: KeyList
+        do {
+            keys = try KeysFile.load(path: keysFile).keyList(forDatabase: path)
+        } catch {
+            FileHandle.standardError.write(Data("crash-harness: \(error)\n".utf8))
+            exit(78)
+        }
+        return try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers))
+    }
+}
+
+/// What the service's threads did, and their output lines (one writer at a time).
+final class Tally: Sendable {
+    let stats = Mutex((operations: 0, failed: 0, longest: Duration.zero))
+    private let output = Mutex(())
+
+    @Sendable func say(_ line: String) {
+        output.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+    }
+
+    /// Runs one operation, counting it, its failure and its duration.
+    @Sendable func record(_ operation: String, _ body: () throws -> Void) {
+        let start = ContinuousClock.now
+        let failure: (any Error)?
+        do { try body(); failure = nil } catch { failure = error }
+        let took = ContinuousClock.now - start
+        stats.withLock { stats in
+            stats.operations += 1
+            if failure != nil { stats.failed += 1 }
+            stats.longest = max(stats.longest, took)
+        }
+        if let failure { say("failed \(operation): \(failure)") }
+    }
+}

@@ -1,0 +1,127 @@
+import EncryptedSQLite
+import Foundation
+import TestSupport
+
+/// A folder with a database on an old key, a Keys file that lists it, and the processes the
+/// live-rotation tests (`LiveRotationTests`) start on it: `crash-harness start|serve` (the service)
+/// and `rekey`.
+struct LiveRotationFolder {
+    let folder: TemporaryDirectory
+    let journalMode: String
+    /// The hex keys, oldest first; the Keys file lists `keys[0...listed]`.
+    private(set) var keys: [String]
+    var path: String { folder.file("app.sqlite") }
+    var keysFile: String { folder.file("Keys") }
+
+    /// A database on `key-0` in `journalMode` with an empty `ledger` and `bigRows` rows of 1000
+    /// random bytes in `big` (so that a rotation takes a while), listed in a Keys file with
+    /// `key-0` … `key-<listed>`.
+    init(journalMode: String, bigRows: Int = 3000, listed: Int = 1) throws {
+        folder = TemporaryDirectory("live-rotation")
+        self.journalMode = journalMode
+        keys = [TestKeys.hex()]
+        let first = try KeyList(database: folder.file("app.sqlite"), keys: [DatabaseKey(id: "key-0", source: .hex(keys[0]))])
+        let database = try EncryptedDatabase(path: folder.file("app.sqlite"), keys: first, options: OpenOptions(createIfMissing: true))
+        try database.writeWithoutTransaction { db in
+            _ = try db.queryValue("PRAGMA journal_mode = \(journalMode)", as: String.self)
+            try db.execute("""
+                CREATE TABLE ledger(service TEXT NOT NULL, n INTEGER NOT NULL, payload BLOB, PRIMARY KEY(service, n));
+                CREATE TABLE big(id INTEGER PRIMARY KEY, payload BLOB);
+                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(bigRows))
+                INSERT INTO big(payload) SELECT randomblob(1000) FROM n;
+                """)
+            if journalMode == "wal" { try db.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        }
+        for _ in 0..<listed { keys.append(TestKeys.hex()) }
+        writeKeysFile()
+    }
+
+    /// Appends a new key to the Keys file (the operator's first step of a rotation).
+    mutating func appendKey() {
+        keys.append(TestKeys.hex())
+        writeKeysFile()
+    }
+
+    private func writeKeysFile() {
+        let entries = keys.enumerated().map { "      - id: key-\($0.offset)\n        hex: \($0.element)" }.joined(separator: "\n")
+        let text = "databases:\n  - path: app.sqlite\n    keys:\n" + entries + "\n"
+        // Replaced by a rename, so that a process never reads half a file.
+        let temporary = folder.file(".Keys.new")
+        _ = FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8))
+        chmod(temporary, 0o600)
+        rename(temporary, keysFile)
+    }
+
+    /// The key list of the Keys file as it is now.
+    func keyList() throws -> KeyList { try KeysFile.load(path: keysFile).keyList(forDatabase: path) }
+
+    /// A configured, not yet started `crash-harness` process.
+    func service(_ arguments: [String], name: String, output: Pipe, errors: Pipe) -> Process {
+        process(BuiltProduct.path("crash-harness"), arguments, environment: ["SERVICE_NAME": name], output: output, errors: errors)
+    }
+
+    /// A configured, not yet started `rekey` process rotating the database.
+    func rekey(_ extra: [String] = [], output: Pipe, errors: Pipe) -> Process {
+        process(BuiltProduct.path("rekey"), ["--db", "app.sqlite", "--keys", "Keys", "--busy-timeout", "10"] + extra, environment: [:], output: output, errors: errors)
+    }
+
+    private func process(_ executable: String, _ arguments: [String], environment: [String: String], output: Pipe, errors: Pipe) -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var environment = environment
+        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: folder.path)
+        process.standardOutput = output
+        process.standardError = errors
+        return process
+    }
+
+    /// The ledger rows per service name.
+    func ledger() throws -> [String: Set<Int>] {
+        let database = try EncryptedDatabase(path: path, keys: keyList(), options: OpenOptions(rotateToCurrentKey: false))
+        return try database.read { db in
+            try db.query("SELECT service, n FROM ledger").reduce(into: [:]) { rows, row in
+                rows[try row.get(0, as: String.self), default: []].insert(try row.get(1, as: Int.self))
+            }
+        }
+    }
+}
+
+/// A started process and what it printed, collected while it runs.
+final class RunningProcess: @unchecked Sendable {
+    let name: String
+    let process: Process
+    private let output = Pipe(), errors = Pipe()
+    private let lock = NSLock()
+    private var collected = (stdout: Data(), stderr: Data())
+    private var readers: [Thread] = []
+
+    init(name: String, _ make: (Pipe, Pipe) -> Process) {
+        self.name = name
+        process = make(output, errors)
+    }
+
+    func start() throws {
+        try process.run()
+        try output.fileHandleForWriting.close()
+        try errors.fileHandleForWriting.close()
+        readers = [
+            Thread { [self] in let data = output.fileHandleForReading.readDataToEndOfFile(); lock.withLock { collected.stdout = data } },
+            Thread { [self] in let data = errors.fileHandleForReading.readDataToEndOfFile(); lock.withLock { collected.stderr = data } },
+        ]
+        readers.forEach { $0.start() }
+    }
+
+    /// Waits for the end; returns the exit status (128 + signal when killed).
+    @discardableResult
+    func wait() -> Int32 {
+        process.waitUntilExit()
+        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    }
+
+    var stdout: String { lock.withLock { String(decoding: collected.stdout, as: UTF8.self) } }
+    var stderr: String { lock.withLock { String(decoding: collected.stderr, as: UTF8.self) } }
+}
