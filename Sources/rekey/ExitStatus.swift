@@ -52,6 +52,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .permission: self = .permission
         case .busy: self = .busy
         case .io, .migration: self = .ioError
+        case .keyConfiguration: self = .invalidKeys
         case .needsRotation: self = .needsRotation
         }
     }

@@ -80,14 +80,7 @@ enum Service {
 
     private static func open(keysFile: String, path: String, journalMode: String) throws(EncryptedDatabaseError) -> EncryptedDatabase {
         let readers = journalMode == "wal" ? 4 : 0
-        let keys: KeyList
-        do {
-            keys = try KeysFile.load(path: keysFile).keyList(forDatabase: path)
-        } catch {
-            FileHandle.standardError.write(Data("crash-harness: \(error)\n".utf8))
-            exit(78)
-        }
-        return try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers))
+        return try EncryptedDatabase(path: path, keysFile: keysFile, options: OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers))
     }
 }
 

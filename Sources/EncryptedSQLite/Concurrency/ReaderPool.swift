@@ -7,7 +7,9 @@ import SQLCipherConnection
 ///
 /// Rotation cooperates with the pool: ``drain()`` stops new check-outs, waits until every reader
 /// is back, and closes them all; ``resume(keyedWith:)`` lets readers open again, keyed with the
-/// new key. So no reader can run on a connection keyed with an old key.
+/// new key. So no reader can run on a connection keyed with an old key. A rotation made by another
+/// process is met rather than made: ``replaceKey(_:)`` closes the idle readers and each reader in
+/// use when it comes back, without waiting for them.
 final class ReaderPool: @unchecked Sendable {
     private let path: String
     private let capacity: Int
@@ -20,6 +22,9 @@ final class ReaderPool: @unchecked Sendable {
     private var checkedOut = 0
     private var draining = false
     private var key: KeyMaterial?
+    /// Counts ``replaceKey(_:)`` calls: a reader opened before the last one is closed when it
+    /// comes back.
+    private var generation = 0
 
     /// A pool of up to `capacity` readers; `setup` runs on each reader it opens (foreign keys
     /// and the application's `prepareConnection`).
@@ -37,9 +42,9 @@ final class ReaderPool: @unchecked Sendable {
     /// Runs `body` on a reader inside a deferred transaction (a consistent snapshot), waiting for
     /// a free reader when all are busy.
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
-        let connection = try checkOut()
+        let (connection, generation) = try checkOut()
         var reusable = true
-        defer { checkIn(connection, reusable: reusable) }
+        defer { checkIn(connection, reusable: reusable, generation: generation) }
         do {
             return try connection.transaction(.deferred) { try body($0) }
         } catch let error as SQLiteError where error.code.primary == .notADatabase || error.code.primary == .corrupt {
@@ -48,13 +53,14 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    private func checkOut() throws -> Connection {
+    private func checkOut() throws -> (Connection, generation: Int) {
         condition.lock()
         while draining || (idle.isEmpty && opened >= capacity) { condition.wait() }
+        let generation = self.generation
         if let connection = idle.popLast() {
             checkedOut += 1
             condition.unlock()
-            return connection
+            return (connection, generation)
         }
         opened += 1
         checkedOut += 1
@@ -69,7 +75,7 @@ final class ReaderPool: @unchecked Sendable {
                 connection.close()
                 throw error
             }
-            return connection
+            return (connection, generation)
         } catch {
             condition.withLock {
                 opened -= 1
@@ -80,10 +86,10 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    private func checkIn(_ connection: Connection, reusable: Bool) {
+    private func checkIn(_ connection: Connection, reusable: Bool, generation: Int) {
         condition.withLock {
             checkedOut -= 1
-            if reusable && !draining {
+            if reusable && !draining && generation == self.generation {
                 idle.append(connection)
             } else {
                 connection.close()
@@ -109,6 +115,20 @@ final class ReaderPool: @unchecked Sendable {
         condition.withLock {
             self.key = key
             draining = false
+            condition.broadcast()
+        }
+    }
+
+    /// Keys readers opened from now on with `key`, closes the idle readers, and closes each reader
+    /// in use when it comes back (after another process rotated the file: their key no longer
+    /// opens it, and each reader in use finishes on the snapshot it has).
+    func replaceKey(_ key: KeyMaterial?) {
+        condition.withLock {
+            self.key = key
+            generation += 1
+            for connection in idle { connection.close() }
+            opened -= idle.count
+            idle.removeAll()
             condition.broadcast()
         }
     }

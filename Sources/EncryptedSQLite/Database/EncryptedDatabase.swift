@@ -29,11 +29,13 @@ import SQLCipherConnection
 public final class EncryptedDatabase: @unchecked Sendable {
     /// The database path.
     public let path: String
-    /// The key list the database was opened with.
-    public let keys: KeyList
+    /// The key list the database was opened with, or, after it followed a rotation made by another
+    /// process or ran ``rotateToCurrentKey()``, the list read then from its Keys file or provider.
+    public var keys: KeyList { keysLock.withLock { currentKeys } }
     /// The migrations the open applied, in order (empty without a migrator).
     public let appliedMigrations: [String]
-    private let opener: DatabaseOpener
+    private let source: KeyListSource
+    private let options: OpenOptions
     private let readers: ReaderPool?
     private let setup: ConnectionSetup
     private let logger: Logger
@@ -44,11 +46,19 @@ public final class EncryptedDatabase: @unchecked Sendable {
     private var writer: Connection
     private var writerKey: ResolvedKey
     private var currentReport: OpenReport
+    // Apart from `writerLock`, so that `keys` can be read from inside an access closure.
+    private let keysLock = NSLock()
+    private var currentKeys: KeyList
 
     /// Opens (and, unless disabled, rotates, then migrates) the database at `path`.
     ///
     /// One call does it all on the same keyed connection: find the key, rotate the file to the
     /// current key, and apply `migrator`'s pending migrations.
+    ///
+    /// The list is given once: when another process rotates the file to a key it lacks, this
+    /// process cannot follow (``EncryptedDatabaseError/keyUnavailable(path:reason:)``). A process
+    /// that must keep running through rotations made elsewhere opens with
+    /// ``init(path:keysFile:options:migrator:)`` or ``init(path:keyProvider:options:migrator:)``.
     ///
     /// - Parameters:
     ///   - path: The database file.
@@ -59,9 +69,56 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// - Throws: ``EncryptedDatabaseError``: the file is missing, empty, too short, plaintext, not
     ///   opened by any key, busy, read-only, the rotation failed (a failed open leaves the file
     ///   byte-identical), or ``EncryptedDatabaseError/migrationFailed(path:_:)``.
-    public init(path: String, keys: KeyList, options: OpenOptions = OpenOptions(), migrator: DatabaseMigrator? = nil) throws(EncryptedDatabaseError) {
-        let opener = DatabaseOpener(path: path, keys: keys, options: options)
-        let opened = try opener.open()
+    public convenience init(path: String, keys: KeyList, options: OpenOptions = OpenOptions(), migrator: DatabaseMigrator? = nil) throws(EncryptedDatabaseError) {
+        try self.init(path: path, source: .fixed(keys), options: options, migrator: migrator)
+    }
+
+    /// Opens the database at `path` with the keys its entry in the Keys file lists, and reads the
+    /// Keys file again whenever it finds the file rotated by another process, so a running process
+    /// follows rotations made by `rekey` or by other processes without a restart.
+    ///
+    /// ```swift
+    /// let database = try EncryptedDatabase(path: "/srv/app/app.sqlite", keysFile: "/srv/app/Keys",
+    ///                                      options: OpenOptions(concurrentReaders: 4))
+    /// ```
+    ///
+    /// Keep the keys in key files (`file:`) or inline: an environment variable set after the
+    /// process started is invisible to it (<doc:KeyRotation>).
+    /// - Parameters:
+    ///   - path: The database file; its entry is found as `KeysFile.keyList(forDatabase:)` finds it.
+    ///   - keysFile: The Keys file.
+    ///   - options, migrator: As for ``init(path:keys:options:migrator:)``.
+    /// - Throws: ``EncryptedDatabaseError/keyUnavailable(path:reason:)`` when the Keys file cannot be
+    ///   read or does not list `path`; otherwise as ``init(path:keys:options:migrator:)``.
+    public convenience init(path: String, keysFile: String, options: OpenOptions = OpenOptions(), migrator: DatabaseMigrator? = nil) throws(EncryptedDatabaseError) {
+        try self.init(path: path, source: .keysFile(keysFile, database: path), options: options, migrator: migrator)
+    }
+
+    /// Opens the database at `path` with the key list `keyProvider` returns, and calls it again
+    /// whenever the database finds its file rotated by another process, so a running process
+    /// follows rotations made elsewhere without a restart. For keys that live elsewhere (a secrets
+    /// service, a keychain).
+    ///
+    /// ```swift
+    /// let database = try EncryptedDatabase(path: "app.sqlite", keyProvider: {
+    ///     try KeyList(database: "app.sqlite", keys: try secrets.databaseKeys())
+    /// })
+    /// ```
+    ///
+    /// `keyProvider` runs on whichever thread met the rotation, with no lock of the database held
+    /// by the caller's code; it must not use this database.
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - keyProvider: Returns the keys, oldest first; the last is the current key.
+    ///   - options, migrator: As for ``init(path:keys:options:migrator:)``.
+    /// - Throws: ``EncryptedDatabaseError/keyUnavailable(path:reason:)`` when `keyProvider` throws;
+    ///   otherwise as ``init(path:keys:options:migrator:)``.
+    public convenience init(path: String, keyProvider: @escaping @Sendable () throws -> KeyList, options: OpenOptions = OpenOptions(), migrator: DatabaseMigrator? = nil) throws(EncryptedDatabaseError) {
+        try self.init(path: path, source: .provider(keyProvider), options: options, migrator: migrator)
+    }
+
+    private init(path: String, source: KeyListSource, options: OpenOptions, migrator: DatabaseMigrator?) throws(EncryptedDatabaseError) {
+        let (opened, keys) = try ConcurrentOpen(path: path, source: source, options: options).open()
         let setup = ConnectionSetup(options: options)
         do {
             try setup.runOnWriter(opened.connection, path: path)
@@ -79,8 +136,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
             appliedMigrations = []
         }
         self.path = path
-        self.keys = keys
-        self.opener = opener
+        self.source = source
+        self.options = options
+        currentKeys = keys
         logger = options.logger
         writer = opened.connection
         writerKey = opened.key
@@ -107,46 +165,87 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// Runs `body` with read-only access on a consistent snapshot (a deferred transaction).
     ///
     /// With a reader pool, reads run concurrently on read-only connections; without one, on the
-    /// writer connection with `PRAGMA query_only` on, one caller at a time.
+    /// writer connection with `PRAGMA query_only` on, one caller at a time. Right after `BEGIN` the
+    /// library reads the schema version itself, which fixes the snapshot and proves the key; when
+    /// that read finds the file rotated by another process, the database follows the rotation and
+    /// tries again before `body` ever runs (<doc:KeyRotation>).
     ///
     /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
     /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
-    /// - Throws: whatever `body` throws; `SQLiteError` (code `readOnly`) if `body` tries to write.
+    /// - Throws: whatever `body` throws; `SQLiteError` (code `readOnly`) if `body` tries to write;
+    ///   ``EncryptedDatabaseError`` when the file was rotated elsewhere and could not be followed.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("read") {
-            if let readers { return try readers.withReader(body) }
+            if let readers {
+                return try followingRotations("read", writerLockHeld: false) { entered in
+                    try readers.withReader { db in
+                        try Self.proveKey(db)
+                        entered()
+                        return try body(db)
+                    }
+                }
+            }
             return try writerLock.withLock {
-                try writer.cachedStatement("PRAGMA query_only = 1").execute()
-                defer { try? writer.cachedStatement("PRAGMA query_only = 0").execute() }
-                return try writer.transaction(.deferred, body)
+                try followingRotations("read", writerLockHeld: true) { entered in
+                    try writer.cachedStatement("PRAGMA query_only = 1").execute()
+                    defer { try? writer.cachedStatement("PRAGMA query_only = 0").execute() }
+                    return try writer.transaction(.deferred) { db in
+                        try Self.proveKey(db)
+                        entered()
+                        return try body(db)
+                    }
+                }
             }
         }
     }
 
     /// Runs `body` on the writer connection inside an `IMMEDIATE` transaction, one caller at a
     /// time: commits when `body` returns, rolls back when it throws (rethrowing its error
-    /// unchanged). Nested `Connection/transaction(_:_:)` calls become savepoints.
+    /// unchanged). Nested `Connection/transaction(_:_:)` calls become savepoints. When `BEGIN`
+    /// finds the file rotated by another process, the database follows the rotation and tries
+    /// again before `body` ever runs (<doc:KeyRotation>).
     ///
     /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
     /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
     /// - Throws: whatever `body` throws, or `SQLiteError` when the transaction cannot begin
-    ///   (e.g. busy) or commit.
+    ///   (e.g. busy) or commit; ``EncryptedDatabaseError`` when the file was rotated elsewhere and
+    ///   could not be followed.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
-        try reentrancy.enter("write") { try writerLock.withLock { try writer.transaction(.immediate, body) } }
+        try reentrancy.enter("write") {
+            try writerLock.withLock {
+                try followingRotations("write", writerLockHeld: true) { entered in
+                    try writer.transaction(.immediate) { db in
+                        entered()
+                        return try body(db)
+                    }
+                }
+            }
+        }
     }
 
     /// Runs `body` on the writer connection with no transaction around it, one caller at a time:
     /// for statements that cannot run in a transaction (`VACUUM`, `PRAGMA journal_mode`) or for
-    /// code that manages transactions itself.
+    /// code that manages transactions itself. The library reads the schema version first and
+    /// follows a rotation made elsewhere that this read finds; a rotation that lands after it
+    /// fails `body`'s statements (there is no transaction to retry).
     ///
     /// Unavailable from async code (`noasync`): there, `try await` runs the `async` overload,
     /// which does not block a thread of the cooperative pool (<doc:TransactionsAndConcurrency>).
-    /// - Throws: whatever `body` throws.
+    /// - Throws: whatever `body` throws; ``EncryptedDatabaseError`` when the file was rotated
+    ///   elsewhere and could not be followed.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
-        try reentrancy.enter("writeWithoutTransaction") { try writerLock.withLock { try body(writer) } }
+        try reentrancy.enter("writeWithoutTransaction") {
+            try writerLock.withLock {
+                try followingRotations("writeWithoutTransaction", writerLockHeld: true) { entered in
+                    try Self.proveKey(writer)
+                    entered()
+                    return try body(writer)
+                }
+            }
+        }
     }
 
     /// `read(_:)` for Swift concurrency: runs on a thread of the database's own dispatch queue,
@@ -177,11 +276,17 @@ public final class EncryptedDatabase: @unchecked Sendable {
     // MARK: Rotation
 
     /// Rotates the file to the current key if it is not on it yet (for databases opened with
-    /// ``OpenOptions/rotateToCurrentKey`` off).
+    /// ``OpenOptions/rotateToCurrentKey`` off, or to rotate a running process's file after a key
+    /// was appended to its Keys file or provider).
     ///
-    /// Holds the writer and drains the reader pool first: readers in use finish, all readers are
-    /// closed, and after the rotation they reopen keyed with the new key only.
-    /// - Returns: the rotation, or `nil` when the file was already on the current key.
+    /// Reads the key list again first (from the Keys file or provider the database was opened
+    /// with). Holds the writer and drains the reader pool: readers in use finish, all readers are
+    /// closed, and after the rotation they reopen keyed with the new key only. Other processes
+    /// that have the file open follow the rotation by themselves. When another process rotated the
+    /// file meanwhile, this one follows that rotation instead (rotating further only if the file
+    /// is still not on the current key).
+    /// - Returns: the rotation, or `nil` when the file was already on the current key (or another
+    ///   process rotated it).
     /// - Throws: ``EncryptedDatabaseError`` as for opening; on failure the database stays usable
     ///   on its old key. When ``OpenOptions/prepareConnection`` throws on the rotated writer, the
     ///   rotation stands and its error is thrown.
@@ -189,28 +294,107 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
         writerLock.lock()
         defer { writerLock.unlock() }
+        let keys = try source.load(path: path, afterRotationElsewhere: false)
+        keysLock.withLock { currentKeys = keys }
+        if !writerReadsFile {
+            // Another process rotated the file: follow it (which rotates if still needed).
+            try catchUp(operation: "rotateToCurrentKey")
+            return currentReport.rotation
+        }
         guard writerKey.id != keys.currentID else { return nil }
         readers?.drain()
         // Rotate on the connection as the open's rotation gets it: without the setup's foreign keys.
         try? writer.execute("PRAGMA foreign_keys = OFF")
         let (rotated, rotation): (Connection, RotationReport)
         do {
-            (rotated, rotation) = try opener.rotate(writer, from: writerKey)
+            (rotated, rotation) = try DatabaseOpener(path: path, keys: keys, options: options).rotate(writer, from: writerKey)
         } catch {
+            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
+            if case .changedByAnotherProcess = error {
+                try catchUp(operation: "rotateToCurrentKey")
+                return currentReport.rotation
+            }
             // The rotation closed the writer; reopen it on the old key, which still opens the file.
-            if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: opener.options.busyTimeout).open(with: writerKey) {
+            if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
                 try? setup.run(on: reopened)
                 writer = reopened
             }
-            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: opener.options))
             throw error
         }
         writer = rotated
         writerKey = keys.current
         currentReport = currentReport.with(rotation: rotation)
-        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: opener.options))
+        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
         try setup.runOnWriter(rotated, path: path)
         return rotation
+    }
+
+    // MARK: Following rotations made elsewhere
+
+    /// The library's own read right after `BEGIN` (and before `writeWithoutTransaction`'s body):
+    /// it starts the read transaction, so a file another process rotated fails here, before any
+    /// code of the caller ran.
+    private static func proveKey(_ connection: Connection) throws {
+        try connection.cachedStatement("PRAGMA schema_version").execute()
+    }
+
+    /// `true` when the writer is open and reads the file (with `writerLock` held).
+    private var writerReadsFile: Bool {
+        !writer.isClosed && (try? Self.proveKey(writer)) != nil
+    }
+
+    /// Runs `attempt`; when it fails with SQLite's "not a database" before it called `entered`
+    /// (so before the caller's closure started), the file was rotated by another process: follows
+    /// the rotation (``catchUp(operation:)``) and runs `attempt` again. A failure after `entered`
+    /// is the caller's and is thrown unchanged, so the caller's closure never runs twice.
+    private func followingRotations<T>(_ operation: String, writerLockHeld: Bool, _ attempt: (_ entered: () -> Void) throws -> T) throws -> T {
+        var followed = 0
+        while true {
+            var started = false
+            do {
+                return try attempt { started = true }
+            } catch let error as SQLiteError where error.code.primary == .notADatabase && !started && followed < 3 {
+                followed += 1
+                if writerLockHeld {
+                    try catchUp(operation: operation)
+                } else {
+                    try writerLock.withLock { try catchUp(operation: operation) }
+                }
+            }
+        }
+    }
+
+    /// With `writerLock` held: when the writer no longer reads the file, reads the key list again,
+    /// opens the file with the key it is on now (waiting within the busy timeout for a rotation in
+    /// progress, rotating if the file is still not on the current key), and swaps the writer and
+    /// the readers' key. Does nothing when the writer still reads the file (another thread caught
+    /// up first).
+    private func catchUp(operation: String) throws(EncryptedDatabaseError) {
+        if writerReadsFile { return }
+        let previous = writerKey.id
+        logger.notice("the database file was rotated by another process; following the rotation", metadata: [
+            "path": "\(path)", "key": "\(previous)", "operation": "\(operation)",
+        ])
+        var reopen = options
+        reopen.createIfMissing = false
+        let opened: DatabaseOpener.Opened, keys: KeyList
+        do {
+            (opened, keys) = try ConcurrentOpen(path: path, source: source, options: reopen).open(afterRotationElsewhere: true)
+        } catch {
+            logger.error("could not follow a rotation made by another process", metadata: ["path": "\(path)", "key": "\(previous)", "error": "\(error)"])
+            throw error
+        }
+        try? setup.run(on: opened.connection)
+        writer.close()
+        writer = opened.connection
+        writerKey = opened.key
+        currentReport = opened.report
+        keysLock.withLock { currentKeys = keys }
+        readers?.replaceKey(Self.readerKey(for: opened.key, path: path, options: options))
+        logger.notice("followed a rotation made by another process", metadata: [
+            "path": "\(path)", "from": "\(previous)", "to": "\(opened.report.openedWithKeyID)",
+            "rotated": "\(opened.report.rotated)", "operation": "\(operation)",
+        ])
     }
 
     /// The reader pool's current key (for tests).

@@ -52,6 +52,15 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     /// The migrator given to the open refused the database or a migration failed; the database
     /// is at the last migration that succeeded.
     case migrationFailed(path: String, MigrationError)
+    /// While this process worked on the file with key `keyID` (`operation`), another process
+    /// rotated it to another key. Nothing was changed; opening the file again finds the key it is
+    /// on now. An ``EncryptedDatabase`` does that by itself within its busy timeout, so this
+    /// reaches callers only when rotations kept coming for longer than that.
+    case changedByAnotherProcess(path: String, keyID: String, operation: String)
+    /// The key the file is on cannot be obtained by this process: its key list (the Keys file or
+    /// key provider it was opened from) could not be read, or lacks the key another process rotated
+    /// the file to. `reason` says which, and what to do.
+    case keyUnavailable(path: String, reason: String)
 
     /// Groups of errors that call for the same reaction.
     public enum Category: String, Sendable, Codable {
@@ -69,6 +78,9 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case needsRotation
         /// A migration was refused or failed.
         case migration
+        /// The key list could not be read, or lacks the key the file is on now: fix the Keys file
+        /// or key provider (or restart the process, for a key it could not see).
+        case keyConfiguration
     }
 
     /// The group this error belongs to.
@@ -78,7 +90,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case .notARegularFile, .emptyFile, .fileTooShort, .plaintextDatabase, .noKeyOpens, .sqlcipher4File: return .unreadableContent
         case .targetExists: return .permission
         case .permissionDenied, .readOnly: return .permission
-        case .busy: return .busy
+        case .busy, .changedByAnotherProcess: return .busy
+        case .keyUnavailable: return .keyConfiguration
         case .rotationNeeded: return .needsRotation
         case .rotationNotApplied, .verificationFailed, .diskFull, .ioFailure: return .io
         case .migrationFailed: return .migration
@@ -94,7 +107,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
              let .busy(path, _), let .readOnly(path, _),
              let .rotationNeeded(path, _, _), let .rotationNotApplied(path, _, _, _),
              let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
-             let .migrationFailed(path, _):
+             let .migrationFailed(path, _), let .changedByAnotherProcess(path, _, _), let .keyUnavailable(path, _):
             return path
         }
     }
@@ -142,6 +155,10 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
             return "\(path): \(operation) failed: \(detail); check the disk, the file and its folder, then try again"
         case let .migrationFailed(path, error):
             return "\(path): \(error)"
+        case let .changedByAnotherProcess(path, keyID, operation):
+            return "\(path): \(operation) found the file no longer on key \"\(keyID)\": another process rotated it meanwhile, and kept doing so for longer than the busy timeout. Nothing was changed; try again (the file opens with the key it is on now)."
+        case let .keyUnavailable(path, reason):
+            return "\(path): \(reason)"
         }
     }
 }

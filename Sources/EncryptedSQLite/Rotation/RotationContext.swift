@@ -36,8 +36,20 @@ struct RotationContext {
         do {
             return try body()
         } catch {
-            throw EncryptedDatabaseError.from(error, path: path, operation: operation)
+            throw failure(error, operation: operation)
         }
+    }
+
+    /// The error for a failure during `operation` on the connection keyed with ``from``. That
+    /// connection opened the file and read it, so SQLite's "not a database" from it means the
+    /// file is no longer on that key: another process rotated it
+    /// (``EncryptedDatabaseError/changedByAnotherProcess(path:keyID:operation:)``, which the open
+    /// sequence answers by probing the file again).
+    func failure(_ error: any Error, operation: String) -> EncryptedDatabaseError {
+        if let error = error as? SQLiteError, error.code.primary == .notADatabase {
+            return .changedByAnotherProcess(path: path, keyID: from.id, operation: operation)
+        }
+        return EncryptedDatabaseError.from(error, path: path, operation: operation)
     }
 
     // MARK: Before writing
@@ -92,7 +104,7 @@ struct RotationContext {
         } catch let error as SQLiteError where error.code.primary == .busy || error.code.primary == .locked {
             return .heldByAnotherConnection
         } catch {
-            throw EncryptedDatabaseError.from(error, path: path, operation: "leaving WAL mode")
+            throw failure(error, operation: "leaving WAL mode")
         }
         return mode?.lowercased() == "delete" ? .left : .heldByAnotherConnection
     }

@@ -100,7 +100,7 @@ public final class Connection {
         return opened
     }
 
-    private var isClosed = false
+    package private(set) var isClosed = false
     /// Why the authorizer refused the statement being prepared; it lives as long as the handle.
     private let refusal = AuthorizerRefusal()
     /// How many savepoints ``savepoint(_:)`` has open, to name the next one.
