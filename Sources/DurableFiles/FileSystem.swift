@@ -38,14 +38,27 @@ package enum FileSystem {
     /// the umask, and `owner`'s user and group when allowed (root only): a rotation never changes
     /// a database's mode or owner.
     package static func createLocked(_ path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) -> Int32 {
-        let descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
+        var descriptor: Int32 = -1
+        // Another process's cleanup of stale temporaries (`LockedNewFile.removeIfAbandoned`) can
+        // take the lock between our create and our lock, and remove the name: it holds the lock
+        // while it removes, so after waiting for the lock, a name that no longer leads to our file
+        // means it was removed. Then create it again.
+        for _ in 0..<8 {
+            descriptor = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard descriptor >= 0 else { throw .failed(operation: "create \(path)", errno: errno) }
+            var locked = flock(descriptor, LOCK_EX)
+            while locked != 0 && errno == EINTR { locked = flock(descriptor, LOCK_EX) }
+            guard locked == 0 else {
+                let code = errno
+                close(descriptor)
+                unlink(path)
+                throw .failed(operation: "lock \(path)", errno: code)
+            }
+            if isSameFile(descriptor, path) { break }
             close(descriptor)
-            unlink(path)
-            throw .failed(operation: "lock \(path)", errno: code)
+            descriptor = -1
         }
+        guard descriptor >= 0 else { throw .failed(operation: "create \(path) (removed by another process as it was created)", errno: EAGAIN) }
         guard let owner else { return descriptor }
         _ = fchmod(descriptor, mode)
         var status = stat()
@@ -53,6 +66,12 @@ package enum FileSystem {
             _ = fchown(descriptor, status.st_uid, status.st_gid)  // only root may give it away; ignore EPERM
         }
         return descriptor
+    }
+
+    /// `true` when `path` names the file open as `descriptor`.
+    package static func isSameFile(_ descriptor: Int32, _ path: String) -> Bool {
+        var open = stat(), named = stat()
+        return fstat(descriptor, &open) == 0 && stat(path, &named) == 0 && open.st_dev == named.st_dev && open.st_ino == named.st_ino
     }
 
     /// Removes a file; a missing file is not an error.

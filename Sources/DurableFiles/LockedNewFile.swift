@@ -23,6 +23,22 @@ package final class LockedNewFile {
 
     deinit { unlock() }
 
+    /// Runs `remove` when no process holds `path` locked (so it is a leftover of a dead process),
+    /// holding the lock meanwhile, so that a process creating a file of that name at that instant
+    /// waits and then sees it was removed (`FileSystem.createLocked`). Returns `true` when it ran.
+    package static func removeIfAbandoned(_ path: String, remove: () -> Void) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return false }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        defer { flock(descriptor, LOCK_UN) }
+        guard FileSystem.isSameFile(descriptor, path) else { return false }
+        remove()
+        return true
+    }
+
     /// `true` when no process holds `path` locked (so it is a leftover of a dead process).
     package static func isAbandoned(_ path: String) -> Bool {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

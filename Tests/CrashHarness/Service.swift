@@ -28,7 +28,8 @@ enum Service {
     /// `committed N` after each commit returns; two reader threads count rows as often. Every
     /// failed operation prints `failed <operation>: <error>`. When the file `<database>.rotate-<name>`
     /// appears, the writer thread removes it and calls `rotateToCurrentKey()` (a rotation started
-    /// by the service). At the end: `summary operations=… failed=… longest-pause-ms=…`.
+    /// by the service). It stops after `seconds`, or as soon as the file `<database>.stop` appears.
+    /// At the end: `summary operations=… failed=… longest-pause-ms=…`.
     static func serve(keysFile: String, path: String, journalMode: String, seconds: Double) {
         let environment = ProcessInfo.processInfo.environment
         let name = environment["SERVICE_NAME"] ?? "service"
@@ -43,10 +44,12 @@ enum Service {
         let tally = Tally()
         let say = tally.say, record = tally.record
         let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        let stop = path + ".stop"
+        @Sendable func running() -> Bool { ContinuousClock.now < end && !FileManager.default.fileExists(atPath: stop) }
         let trigger = path + ".rotate-" + name
         let readers = (0..<2).map { _ in
             Thread {
-                while ContinuousClock.now < end {
+                while running() {
                     record("read") { _ = try database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) } }
                     usleep(interval)
                 }
@@ -54,7 +57,7 @@ enum Service {
         }
         readers.forEach { $0.start() }
         var next = 1
-        while ContinuousClock.now < end {
+        while running() {
             if FileManager.default.fileExists(atPath: trigger) {
                 try? FileManager.default.removeItem(atPath: trigger)
                 let start = ContinuousClock.now

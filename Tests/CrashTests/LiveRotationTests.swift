@@ -11,6 +11,114 @@ struct LiveRotationTests {
     /// Rounds of concurrent start-up per case; raise with LIVE_STARTUP_ROUNDS for stress runs.
     static let startupRounds = Int(ProcessInfo.processInfo.environment["LIVE_STARTUP_ROUNDS"] ?? "") ?? 8
 
+    /// Rotations per running-services case; raise with LIVE_ROTATIONS for stress runs.
+    static let rotations = Int(ProcessInfo.processInfo.environment["LIVE_ROTATIONS"] ?? "") ?? 4
+    /// Service processes per running-services case (LIVE_SERVICES).
+    static let serviceCount = Int(ProcessInfo.processInfo.environment["LIVE_SERVICES"] ?? "") ?? 2
+    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+
+    /// Who rotates while the services run.
+    enum Rotator: String, CustomStringConvertible, CaseIterable {
+        /// `rekey` with the automatic strategy (page re-encryption when it can run).
+        case rekey
+        /// `rekey --strategy engineRekey` (SQLCipher's own rekey).
+        case rekeyEngine
+        /// Service 0, through `rotateToCurrentKey()` after the Keys file gained a key.
+        case service
+        /// `rekey`, killed with SIGKILL at a random instant of each rotation.
+        case rekeyKilled
+        var description: String { rawValue }
+    }
+
+    @Test("services writing and reading while others rotate the file: no failed operation, no lost write, the services follow every rotation",
+          arguments: ["wal", "delete"], Rotator.allCases)
+    func runningServices(journalMode: String, rotator: Rotator) throws {
+        var folder = try LiveRotationFolder(journalMode: journalMode, listed: 0)
+        let names = (0..<Self.serviceCount).map { "service-\($0)" }
+        let services = names.map { name in
+            RunningProcess(name: name) { folder.service(["serve", "Keys", "app.sqlite", journalMode, "600"], name: name, output: $0, errors: $1) }
+        }
+        for service in services { try service.start() }
+        defer {
+            _ = FileManager.default.createFile(atPath: folder.path + ".stop", contents: nil)
+            for service in services { service.wait() }
+        }
+        sleep(for: .milliseconds(500))  // the services open the file and start serving
+
+        var random = SeededRandom(seed: Self.seed)
+        var rotationTimes: [Duration] = [], killed = 0
+        var window = Duration.milliseconds(300)
+        for number in 1...Self.rotations {
+            folder.appendKey()
+            let start = ContinuousClock.now
+            switch rotator {
+            case .rekey, .rekeyEngine, .rekeyKilled:
+                let rekey = RunningProcess(name: "rekey") { folder.rekey(rotator == .rekeyEngine ? ["--strategy", "engineRekey"] : [], output: $0, errors: $1) }
+                try rekey.start()
+                if rotator == .rekeyKilled, number > 1 {
+                    sleep(for: .nanoseconds(Int64(Double.random(in: 0...1.2, using: &random) * window.seconds * 1e9)))
+                    if rekey.process.isRunning { kill(rekey.process.processIdentifier, SIGKILL); killed += 1 }
+                }
+                let status = rekey.wait()
+                if status != 128 + SIGKILL {
+                    #expect(status == 0, "rotation \(number): rekey exited \(status): \(rekey.stderr)")
+                    rotationTimes.append(ContinuousClock.now - start)
+                    if rotator == .rekeyKilled, number == 1 { window = ContinuousClock.now - start }
+                }
+            case .service:
+                _ = FileManager.default.createFile(atPath: folder.path + ".rotate-service-0", contents: nil)
+                let keys = try folder.keyList()
+                while try EncryptedDatabase.check(path: folder.path, keys: keys).openedWithKeyID != keys.currentID {
+                    #expect(ContinuousClock.now - start < .seconds(30), "rotation \(number): service 0 did not rotate")
+                    if ContinuousClock.now - start > .seconds(30) { break }
+                    sleep(for: .milliseconds(5))
+                }
+                rotationTimes.append(ContinuousClock.now - start)
+            }
+            sleep(for: .milliseconds(300))  // the services serve on the rotated file
+        }
+        // A killed last rotation leaves the file on the previous key: rotate once more, uninterrupted.
+        if rotator == .rekeyKilled {
+            let rekey = RunningProcess(name: "rekey") { folder.rekey(output: $0, errors: $1) }
+            try rekey.start()
+            #expect(rekey.wait() == 0, "\(rekey.stderr)")
+            sleep(for: .milliseconds(300))
+        }
+        _ = FileManager.default.createFile(atPath: folder.path + ".stop", contents: nil)
+
+        var failed = 0, lost = 0, longestPause = 0, operations = 0
+        for service in services { service.wait() }
+        let ledger = try folder.ledger()
+        for service in services {
+            let status = service.wait()
+            #expect(status == 0, "\(service.name) exited \(status): \(service.stderr.suffix(2000))")
+            let lines = service.stdout.split(separator: "\n")
+            let failures = lines.filter { $0.hasPrefix("failed ") }
+            for failure in failures.prefix(3) { Issue.record("\(service.name): \(failure)") }
+            failed += failures.count
+            let committed = Set(lines.compactMap { $0.hasPrefix("committed ") ? Int($0.dropFirst(10)) : nil })
+            lost += committed.subtracting(ledger[service.name] ?? []).count
+            if let summary = lines.last(where: { $0.hasPrefix("summary ") }) {
+                let fields = Dictionary(uniqueKeysWithValues: summary.dropFirst(8).split(separator: " ").map { field in
+                    let parts = field.split(separator: "=", maxSplits: 1)
+                    return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
+                })
+                longestPause = max(longestPause, Int(fields["longest-pause-ms"] ?? "") ?? 0)
+                operations += Int(fields["operations"] ?? "") ?? 0
+                #expect(try fields["key"] == folder.keyList().currentID, "\(service.name) ended on key \(fields["key"] ?? "?")")
+            } else {
+                Issue.record("\(service.name) printed no summary: \(service.stderr.suffix(2000))")
+            }
+            #expect(committed.count > 0, "\(service.name) committed nothing")
+        }
+        let keys = try folder.keyList()
+        #expect(try EncryptedDatabase.check(path: folder.path, keys: keys).openedWithKeyID == keys.currentID)
+        let longestRotation = rotationTimes.map { Int($0.seconds * 1000) }.max() ?? 0
+        print("live-table|\(Self.serviceCount) services (\(journalMode)), \(Self.rotations) rotations by \(rotator)\(rotator == .rekeyKilled ? " (\(killed) killed, seed \(Self.seed))" : "")|operations \(operations)|failed \(failed)|lost writes \(lost)|longest pause \(longestPause) ms|longest rotation \(longestRotation) ms")
+        #expect(failed == 0)
+        #expect(lost == 0)
+    }
+
     /// What one round of processes started at the same instant did.
     struct StartupRound {
         var failures: [String] = []

@@ -407,7 +407,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// see ``DatabaseInspection``).
     /// - Throws: ``EncryptedDatabaseError`` as for opening (except rotation errors).
     public static func check(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> KeyCheck {
-        try DatabaseOpener(path: path, keys: keys, options: OpenOptions(busyTimeout: busyTimeout)).check()
+        try ConcurrentOpen(path: path, source: .fixed(keys), options: OpenOptions(busyTimeout: busyTimeout)).check()
     }
 
     // MARK: Reader pool setup

@@ -30,6 +30,22 @@ struct ConcurrentOpen {
     ///   rotated past the busy timeout, the last error
     ///   (``EncryptedDatabaseError/changedByAnotherProcess(path:keyID:operation:)``, a busy error).
     func open(afterRotationElsewhere: Bool = false) throws(EncryptedDatabaseError) -> (opened: DatabaseOpener.Opened, keys: KeyList) {
+        try repeating(afterRotationElsewhere: afterRotationElsewhere) { keys throws(EncryptedDatabaseError) in
+            (try DatabaseOpener(path: path, keys: keys, options: options).open(), keys)
+        }
+    }
+
+    /// Which key opens the file (``DatabaseOpener/check()``), probing again as ``open(afterRotationElsewhere:)`` does.
+    /// - Throws: ``EncryptedDatabaseError`` as ``DatabaseOpener/check()``.
+    func check() throws(EncryptedDatabaseError) -> KeyCheck {
+        try repeating(afterRotationElsewhere: false) { keys throws(EncryptedDatabaseError) in
+            try DatabaseOpener(path: path, keys: keys, options: options).check()
+        }
+    }
+
+    /// Runs `body` with the key list, again (with the list read again) while what it met was
+    /// another process's rotation, until the busy timeout.
+    private func repeating<T>(afterRotationElsewhere: Bool, _ body: (KeyList) throws(EncryptedDatabaseError) -> T) throws(EncryptedDatabaseError) -> T {
         let deadline = ContinuousClock.now + options.busyTimeout
         var keys = try source.load(path: path, afterRotationElsewhere: afterRotationElsewhere)
         var attempt = 0
@@ -37,7 +53,7 @@ struct ConcurrentOpen {
             attempt += 1
             let before = FileFingerprint(path: path)
             do {
-                return (try DatabaseOpener(path: path, keys: keys, options: options).open(), keys)
+                return try body(keys)
             } catch {
                 let reloaded = source.canChange ? try source.load(path: path, afterRotationElsewhere: afterRotationElsewhere) : keys
                 let changed = FileFingerprint(path: path) != before || reloaded.ids != keys.ids

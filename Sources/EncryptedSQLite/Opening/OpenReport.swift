@@ -34,7 +34,7 @@ public struct OpenReport: Sendable, Equatable, Codable {
 
     /// The same report with a later rotation recorded.
     func with(rotation: RotationReport) -> OpenReport {
-        OpenReport(path: path, openedWithKeyID: openedWithKeyID, currentKeyID: currentKeyID, attempts: attempts,
+        OpenReport(path: path, openedWithKeyID: openedWithKeyID, currentKeyID: rotation.toKeyID, attempts: attempts,
                    created: created, rotation: rotation, totalDuration: totalDuration)
     }
 }

@@ -45,12 +45,13 @@ enum RotationTemporaries {
         var removed: [String] = []
         for candidate in names where isTemporaryName(candidate, of: name) {
             let temporary = folder + "/" + candidate
-            guard LockedNewFile.isAbandoned(temporary) else { continue }
-            // The temporary's own journal first: a journal without its database is harmless,
-            // the other way round SQLite would find a hot journal for a file that is gone.
-            for suffix in ["-journal", "-wal", "-shm"] { files.removeIfPresent(temporary + suffix) }
-            files.removeIfPresent(temporary)
-            removed.append(temporary)
+            let abandoned = LockedNewFile.removeIfAbandoned(temporary) {
+                // The temporary's own journal first: a journal without its database is harmless,
+                // the other way round SQLite would find a hot journal for a file that is gone.
+                for suffix in ["-journal", "-wal", "-shm"] { files.removeIfPresent(temporary + suffix) }
+                files.removeIfPresent(temporary)
+            }
+            if abandoned { removed.append(temporary) }
         }
         if !removed.isEmpty { try? files.fsyncDirectory(folder) }
         return removed

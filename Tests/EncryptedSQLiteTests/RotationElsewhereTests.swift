@@ -1,0 +1,171 @@
+import EncryptedSQLite
+import Foundation
+import Logging
+import Synchronization
+import Testing
+import TestSupport
+
+/// An open database meets its file rotated by another database object (its own connections, as
+/// another process would have): it follows the rotation from its Keys file or key provider, retries
+/// only what no caller code ran for, and says plainly when it cannot obtain the key.
+/// The multi-process proof is `LiveRotationTests` (CrashTests).
+@Suite("Following a rotation made elsewhere")
+struct RotationElsewhereTests {
+    /// A WAL database on `key-0` with a table, and a Keys file listing `key-0`.
+    struct Setup {
+        let directory = TemporaryDirectory("elsewhere")
+        var hexKeys = [TestKeys.hex()]
+        var path: String { directory.file("app.sqlite") }
+        var keysFile: String { directory.file("Keys") }
+
+        init() throws {
+            try writeKeys()
+            let database = try EncryptedDatabase(path: path, keysFile: keysFile, options: OpenOptions(createIfMissing: true))
+            try database.writeWithoutTransaction { db in
+                _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+                try db.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT)")
+            }
+        }
+
+        /// Lists `hexKeys` (and `extra` YAML lines for one more key) in the Keys file.
+        func writeKeys(extra: String = "") throws {
+            let entries = hexKeys.enumerated().map { "      - id: key-\($0.offset)\n        hex: \($0.element)" }.joined(separator: "\n")
+            try ("databases:\n  - path: app.sqlite\n    keys:\n" + entries + "\n" + extra).write(toFile: keysFile, atomically: true, encoding: .utf8)
+        }
+
+        /// Appends a key to the Keys file and rotates the file to it through a second database
+        /// object, as another process would.
+        mutating func rotateElsewhere() throws {
+            hexKeys.append(TestKeys.hex())
+            try writeKeys()
+            let other = try EncryptedDatabase(path: path, keysFile: keysFile)
+            #expect(other.report.rotated)
+        }
+    }
+
+    @Test("a database opened from its Keys file follows a rotation made elsewhere: writer and pooled readers, each closure run once", arguments: [0, 3])
+    func followsFromKeysFile(readers: Int) throws {
+        var setup = try Setup()
+        let capture = LogCapture()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: readers, logger: capture.logger))
+        try database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('before')") }
+        _ = try database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) }
+
+        try setup.rotateElsewhere()
+        let runs = Mutex(0)
+        try database.write { db in
+            runs.withLock { $0 += 1 }
+            try db.execute("INSERT INTO notes(text) VALUES ('after')")
+        }
+        #expect(runs.withLock { $0 } == 1)
+        try setup.rotateElsewhere()
+        let count = try database.read { db in
+            runs.withLock { $0 += 1 }
+            return try db.queryValue("SELECT count(*) FROM notes", as: Int.self)
+        }
+        #expect(count == 2)
+        #expect(runs.withLock { $0 } == 2)
+        #expect(database.keys.currentID == "key-2")
+        #expect(database.report.openedWithKeyID == "key-2")
+        let followed = capture.entries.filter { $0.text.contains("followed a rotation made by another process") }
+        #expect(followed.count == 2, "\(capture.entries.map(\.text))")
+        for entry in capture.entries { for key in setup.hexKeys { #expect(!entry.text.contains(key)) } }
+        // The file is on the newest key only.
+        let keys = try KeysFile.load(path: setup.keysFile).keyList(forDatabase: setup.path)
+        #expect(try EncryptedDatabase.check(path: setup.path, keys: keys).openedWithKeyID == "key-2")
+    }
+
+    @Test("a key provider is called again when the file was rotated elsewhere")
+    func followsFromProvider() throws {
+        var setup = try Setup()
+        let calls = Mutex(0)
+        let (path, keysFile) = (setup.path, setup.keysFile)
+        let database = try EncryptedDatabase(path: path, keyProvider: {
+            calls.withLock { $0 += 1 }
+            return try KeysFile.load(path: keysFile).keyList(forDatabase: path)
+        })
+        #expect(calls.withLock { $0 } == 1)
+        try setup.rotateElsewhere()
+        try database.writeWithoutTransaction { db in try db.execute("INSERT INTO notes(text) VALUES ('x')") }
+        #expect(calls.withLock { $0 } >= 2)
+        #expect(database.keys.currentID == "key-1")
+    }
+
+    @Test("a list given once cannot follow: the error says so, and the closure never ran")
+    func fixedListExplains() throws {
+        var setup = try Setup()
+        let keys = try KeysFile.load(path: setup.keysFile).keyList(forDatabase: setup.path)
+        let database = try EncryptedDatabase(path: setup.path, keys: keys)
+        try setup.rotateElsewhere()
+        let runs = Mutex(0)
+        do {
+            try database.write { db in runs.withLock { $0 += 1 }; try db.execute("INSERT INTO notes(text) VALUES ('x')") }
+            Issue.record("the write succeeded on a file rotated to a key the list lacks")
+        } catch let error as EncryptedDatabaseError {
+            guard case .keyUnavailable = error else { Issue.record("\(error)"); return }
+            #expect(error.category == .keyConfiguration)
+            #expect(error.description.contains("given once"), "\(error)")
+            #expect(error.description.contains("keysFile"), "\(error)")
+        }
+        #expect(runs.withLock { $0 } == 0)
+    }
+
+    @Test("a key whose environment variable this process does not have: the error names the variable and says why")
+    func environmentVariableAfterStart() throws {
+        let setup = try Setup()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile)
+        // The operator appends a key kept in an environment variable this process never had, and
+        // rotates with a process that has it.
+        let variable = "ENCRYPTEDSQLITE_TEST_UNSET_\(UUID().uuidString.prefix(8))"
+        let newKey = TestKeys.hex()
+        try setup.writeKeys(extra: "      - id: key-1\n        env: \(variable)\n        format: hex\n")
+        let other = try EncryptedDatabase(path: setup.path, keys: KeysFile.load(path: setup.keysFile).keyList(forDatabase: setup.path, environment: [variable: newKey]))
+        #expect(other.report.rotated)
+        do {
+            _ = try database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) }
+            Issue.record("the read succeeded without the key")
+        } catch let error as EncryptedDatabaseError {
+            guard case .keyUnavailable = error else { Issue.record("\(error)"); return }
+            #expect(error.description.contains(variable), "\(error)")
+            #expect(error.description.contains("after it started"), "\(error)")
+            #expect(!error.description.contains(newKey))
+        }
+    }
+
+    @Test("a closure's own failure is never retried, even SQLite's 'not a database'")
+    func closureFailureNotRetried() throws {
+        let setup = try Setup()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 2))
+        let runs = Mutex(0)
+        let failure = SQLiteError(code: .notADatabase, message: "from the closure")
+        #expect(throws: failure) { try database.write { _ in runs.withLock { $0 += 1 }; throw failure } }
+        #expect(throws: failure) { try database.read { _ in runs.withLock { $0 += 1 }; throw failure } }
+        #expect(throws: failure) { try database.writeWithoutTransaction { _ in runs.withLock { $0 += 1 }; throw failure } }
+        #expect(runs.withLock { $0 } == 3)
+    }
+
+    @Test("rotateToCurrentKey reads the Keys file again and rotates to the key appended since the open")
+    func rotateToAppendedKey() throws {
+        var setup = try Setup()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 2))
+        setup.hexKeys.append(TestKeys.hex())
+        try setup.writeKeys()
+        let rotation = try database.rotateToCurrentKey()
+        #expect(rotation?.toKeyID == "key-1")
+        #expect(database.report.currentKeyID == "key-1")
+        try database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('x')") }
+        #expect(try database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) } == 1)
+        #expect(try database.rotateToCurrentKey() == nil)
+    }
+
+    @Test("a Keys file that cannot be read at open is a keyUnavailable error naming it")
+    func unreadableKeysFile() throws {
+        let directory = TemporaryDirectory("elsewhere-missing")
+        #expect {
+            _ = try EncryptedDatabase(path: directory.file("app.sqlite"), keysFile: directory.file("Keys"))
+        } throws: { error in
+            guard let error = error as? EncryptedDatabaseError, case .keyUnavailable = error else { return false }
+            return error.description.contains(directory.file("Keys"))
+        }
+    }
+}
