@@ -4,7 +4,8 @@
 #   TRIALS=100 scripts/stress.sh      more of everything (kill paths get TRIALS, power-cut paths 2×)
 # Paths: kill -9 of the rekey CLI (page re-encryption and engine rekey, rollback and WAL files;
 # export of a plaintext file and to new cipher settings), of a process migrating, of rekey while
-# another process commits rows; simulated power cuts at every durable step of the page
+# another process commits rows; rotation while services run and processes start up at the same
+# instant (LiveRotationTests: TRIALS start-up rounds, TRIALS/4 rotations, 3 services); simulated power cuts at every durable step of the page
 # re-encryption, the export swap and database creation. Seeds are printed; REKEY_KILL_SEED and
 # POWER_CUT_SEED replay a run. Exit status 1 when any trial lost data or a test failed.
 set -uo pipefail
@@ -14,9 +15,10 @@ swift build --build-tests || exit 1
 
 per=${TRIALS:-40}
 export REKEY_KILL_TRIALS=$per MIGRATION_KILL_TRIALS=$per WRITER_KILL_TRIALS=$(( (per + 1) / 2 )) POWER_CUT_TRIALS=$(( per * 2 ))
+export LIVE_STARTUP_ROUNDS=$per LIVE_ROTATIONS=$(( (per + 3) / 4 )) LIVE_SERVICES=3
 log=.build/stress.log
 start=$(date +%s)
-swift test --filter "KillTests|WriterKillTests|MigrationKillTests|PowerCutTests" > "$log" 2>&1
+swift test --filter "KillTests|WriterKillTests|MigrationKillTests|PowerCutTests|LiveRotationTests" > "$log" 2>&1
 status=$?
 elapsed=$(( $(date +%s) - start ))
 
@@ -39,6 +41,9 @@ awk -F'|' '
     if (u + m > 0) exit 1
   }' "$log"
 table=$?
+echo
+echo "rotation while other processes use the database:"
+grep -h "^live-table|" "$log" | cut -d'|' -f2- | sed 's/|/  /g; s/^/  /' || true
 echo
 echo "stress run: ${elapsed} s; full log in $log"
 if [ $status -ne 0 ] || [ $table -ne 0 ]; then

@@ -15,14 +15,13 @@ let (keysPath, databasePath) = (arguments[1], arguments[2])
 var logger = Logger(label: "notes-service")
 logger.logLevel = .info
 
-let keys = try KeysFile.load(path: keysPath).keyList(forDatabase: databasePath)
 let database = try EncryptedDatabase(
-    path: databasePath, keys: keys,
+    path: databasePath, keysFile: keysPath,
     options: OpenOptions(createIfMissing: true, concurrentReaders: 2, logger: logger),
     migrator: try NotesMigrations.migrator())
 let report = database.report
 logger.info("database ready", metadata: [
-    "key": "\(keys.currentID)", "rotated": "\(report.rotated)", "migrations": "\(database.appliedMigrations.count)",
+    "key": "\(database.keys.currentID)", "rotated": "\(report.rotated)", "migrations": "\(database.appliedMigrations.count)",
 ])
 
 let repository = NoteRepository(database: database)

@@ -155,7 +155,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     }
 
     /// What happened when the database was opened (and, after ``rotateToCurrentKey()``, that
-    /// rotation).
+    /// rotation; after it followed a rotation made by another process, that reopening).
     public var report: OpenReport {
         writerLock.withLock { currentReport }
     }
