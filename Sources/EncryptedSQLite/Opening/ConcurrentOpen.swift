@@ -60,7 +60,8 @@ struct ConcurrentOpen {
                 let again: Bool = switch error {
                 case .changedByAnotherProcess: true
                 case .noKeyOpens: attempt == 1 || changed
-                case .rotationNotApplied: changed
+                // Not `rotationNotApplied` and the like: this process's own rotation changed the
+                // file, and must not be tried again.
                 default: false
                 }
                 guard again, ContinuousClock.now < deadline else {
