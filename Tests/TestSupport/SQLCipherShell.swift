@@ -8,10 +8,10 @@ public enum ShellKey: Sendable {
     case hex(String)
 
     /// The `PRAGMA key = …;` line. Keys travel on the shell's standard input, never in argv.
-    /// With a SQLCipher 4 shell it is followed by `PRAGMA cipher_compatibility = 3;`, so that the
-    /// shell reads and writes the 3.x format the tests mean, whichever engine it is; and since
-    /// SQLCipher 4 answers `PRAGMA key` with a row (`ok`), both lines run with output off, so that
-    /// what a script prints is the same on both engines. Callers start their SQL on a new line.
+    /// The shell then uses its engine's default format, as the library does for a key without
+    /// settings (3.x on SQLCipher 3, 4.x on SQLCipher 4). Since SQLCipher 4 answers `PRAGMA key`
+    /// with a row (`ok`), the line runs with output off there, so that what a script prints is
+    /// the same on both engines. Callers start their SQL on a new line.
     public var pragma: String {
         let key: String
         switch self {
@@ -19,7 +19,7 @@ public enum ShellKey: Sendable {
         case .hex(let digits): key = "PRAGMA key = \"x'\(digits)'\";"
         }
         guard SQLCipherShell.majorVersion >= 4 else { return key }
-        return ".output /dev/null\n" + key + "\nPRAGMA cipher_compatibility = 3;\n.output stdout"
+        return ".output /dev/null\n" + key + "\n.output stdout"
     }
 }
 

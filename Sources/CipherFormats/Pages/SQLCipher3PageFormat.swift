@@ -33,12 +33,19 @@ package struct SQLCipher3PageFormat: Sendable, Equatable {
     package let reserve = 48
 
     /// The format of a file with `settings` (engine defaults filled in), or `nil` when it is not
-    /// this format (no HMAC).
+    /// this format (see ``init(format:)``).
     package init?(settings: CipherSettings) {
-        let effective = settings.effective
-        guard effective.useHMAC == true, let pageSize = effective.pageSize, pageSize >= 512, pageSize <= 65536,
-              pageSize & (pageSize - 1) == 0 else { return nil }
-        self.pageSize = pageSize
+        self.init(format: settings.format())
+    }
+
+    /// The page layout of a file in `format`, or `nil` when it is not this layout (no HMAC, SHA-2,
+    /// a plaintext header or one of the 2.x HMAC variants).
+    package init?(format: CipherFormat) {
+        guard format.useHMAC, format.hmacAlgorithm == .sha1, format.kdfAlgorithm == .sha1, format.plaintextHeaderSize == 0,
+              format.hmacPageNumber == .littleEndian, format.hmacSaltMask == Self.hmacSaltMask,
+              format.fastKDFIterations == Self.hmacKeyIterations,
+              format.pageSize >= 512, format.pageSize <= 65536, format.pageSize & (format.pageSize - 1) == 0 else { return nil }
+        self.pageSize = format.pageSize
     }
 
     /// Where the encrypted bytes of page `number` start: after the salt on page 1.

@@ -20,6 +20,11 @@ enum Hex {
         output[offset + 1] = digits[Int(byte & 0x0F)]
     }
 
+    /// Two lowercase digits for a byte that is not secret (a setting such as the HMAC salt mask).
+    static func byte(_ byte: UInt8) -> String {
+        String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]], as: UTF8.self)
+    }
+
     /// Decodes `output.count` bytes from the digit pairs of `text` starting at `offset`; `false`
     /// (with `output` partly written) when a byte there is not a hex digit.
     static func decode(_ text: UnsafeRawBufferPointer, from offset: Int, into output: UnsafeMutableRawBufferPointer) -> Bool {

@@ -42,7 +42,7 @@ extension Connection {
     /// never used.
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file or refuses a setting.
     package convenience init(path: String, access: AccessMode, create: Bool = false, key: KeyMaterial?, cipher: CipherSettings? = nil, busyTimeout: Duration) throws {
-        let setup = key == nil ? [] : SQLCipherEngine.linked.connectionSetup + Self.settingStatements(cipher ?? .engineDefault, schema: nil)
+        let setup = key == nil ? [] : SQLCipherEngine.linked.settingStatements(cipher ?? .engineDefault, schema: nil)
         try self.init(path: path, access: access, create: create, sqlcipherKey: key, keySetup: setup, busyTimeout: busyTimeout)
     }
 
@@ -72,21 +72,11 @@ extension Connection {
         sqlite3_clear_bindings(statement)
         guard code == SQLITE_DONE else { throw error(code: code, sql: sql) }
         guard key != nil else { return }
-        for statement in SQLCipherEngine.linked.attachedSetup(schema: schema) { try execute(statement) }
-        for statement in Self.settingStatements(settings, schema: schema) { try execute(statement) }
+        for statement in SQLCipherEngine.linked.settingStatements(settings, schema: schema) { try execute(statement) }
     }
 
     /// Detaches a schema attached with ``attach(path:as:key:settings:)``.
     package func detach(_ schema: String) throws {
         try execute("DETACH DATABASE \(schema)")
-    }
-
-    private static func settingStatements(_ settings: CipherSettings, schema: String?) -> [String] {
-        let prefix = schema.map { "\($0)." } ?? ""
-        var statements: [String] = []
-        if let kdf = settings.kdfIterations { statements.append("PRAGMA \(prefix)kdf_iter = \(kdf)") }
-        if let size = settings.pageSize { statements.append("PRAGMA \(prefix)cipher_page_size = \(size)") }
-        if let hmac = settings.useHMAC { statements.append("PRAGMA \(prefix)cipher_use_hmac = \(hmac ? "ON" : "OFF")") }
-        return statements
     }
 }

@@ -2,50 +2,162 @@ import SQLCipherConnection
 
 /// The SQLCipher library this process is linked with, and everything that depends on its version.
 ///
-/// This is the one place for version-specific behaviour. The library is written for Debian's
-/// SQLCipher 3.4.1 and also runs on SQLCipher 4: there, every keyed connection first sets
-/// `PRAGMA cipher_compatibility = 3`, so that both engines read and write the same (3.x) file
-/// format and a fleet can move between them. Files written with SQLCipher 4's own defaults
-/// (PBKDF2-HMAC-SHA512 with 256,000 iterations, 4 KiB pages, HMAC-SHA512) cannot be read by 3.4.1
-/// under any setting; when no key opens a file, the library checks whether one of the keys is
-/// right for such a file and says so (``EncryptedDatabaseError``).
+/// This is the one place for version-specific behaviour:
+///
+/// - **Default format.** A key without cipher settings means the engine's own format: on
+///   SQLCipher 3.x the 3.x format (PBKDF2-HMAC-SHA1 with 64,000 iterations, 1 KiB pages,
+///   HMAC-SHA1), on SQLCipher 4 the 4.x format (PBKDF2-HMAC-SHA512 with 256,000 iterations,
+///   4 KiB pages, HMAC-SHA512). ``defaultGeneration``.
+/// - **Which settings it can apply.** SQLCipher 3.4.1 has no `cipher_compatibility`,
+///   `cipher_kdf_algorithm`, `cipher_hmac_algorithm` or `cipher_plaintext_header_size` pragmas
+///   (it ignores them silently), so it cannot read or write SHA-2 formats such as SQLCipher 4's.
+///   SQLCipher 4 reads every generation; it still applies the deprecated 2.x pragmas
+///   (`cipher_hmac_pgno`, `cipher_hmac_salt_mask`, `fast_kdf_iter`). ``problem(with:)``.
+/// - **Which formats a key without settings may have written.** On SQLCipher 4, also the 3.x
+///   format that SQLCipher 3 hosts wrote. ``formatsToTry(for:legacy:)``.
+/// - **Logging.** SQLCipher 4 prints its own errors on standard error (three lines per key that
+///   does not fit: `ERROR CORE sqlcipher_page_cipher: hmac check failed…`). It has no callback to
+///   route them elsewhere (4.6.1 exports no `sqlcipher_set_log`), so the library sets
+///   `PRAGMA cipher_log_level = NONE` once per process; key attempts and failures are reported
+///   through the library's own logger and errors instead. This also applies to other SQLCipher
+///   connections of the process.
+/// - **The SQLite underneath.** SQLCipher 3.4.1 carries SQLite 3.15.2; SQLCipher 4.6.1 carries
+///   SQLite 3.46. ``sqliteVersion``; a statement that fails only because the SQLite is too old gets
+///   an error that says so (`SQLiteFeature`).
 ///
 /// ```swift
-/// print("linked with SQLCipher \(SQLCipherEngine.linked.version)")
+/// print("linked with SQLCipher \(SQLCipherEngine.linked.version), SQLite \(SQLCipherEngine.linked.sqliteVersion)")
 /// ```
 public struct SQLCipherEngine: Sendable, Equatable {
     /// The version as `PRAGMA cipher_version` reports it, e.g. `3.4.1` or `4.6.1 community`.
     public let version: String
     /// The major version (3 or 4), or 0 when the version could not be read.
     public let major: Int
+    /// The version of the SQLite this SQLCipher is built on, e.g. `3.15.2`.
+    public let sqliteVersion: String
 
     /// The engine linked into this process, detected once with `PRAGMA cipher_version`.
     public static let linked: SQLCipherEngine = detect()
 
-    /// The settings a keyed connection uses when a key's ``CipherSettings`` leave them open: the
-    /// 3.x format on every engine (SQLCipher 4 is pinned to it by ``connectionSetup``).
-    var defaults: CipherSettings { CipherSettings(kdfIterations: 64000, pageSize: 1024, useHMAC: true) }
+    /// The generation whose format this engine writes when a key names no settings.
+    public var defaultGeneration: CipherGeneration { major >= 4 ? .sqlcipher4 : .sqlcipher3 }
+
+    /// `SQLCipher 4.6.1 community (SQLite 3.46.1)`.
+    public var name: String { "SQLCipher \(version) (SQLite \(sqliteVersion))" }
 
     /// Whether files this engine writes use SQLCipher 3's page layout (``SQLCipher3PageFormat``),
-    /// so that the library can re-encrypt their pages itself: true from 3.x on (4.x and later
-    /// are pinned to the 3.x format by ``connectionSetup``), false when the version is unknown.
+    /// so that the library can re-encrypt their pages itself: true from 3.x on, false when the
+    /// version is unknown. Whether a particular file's format fits is the page layer's decision.
     package var writesVersion3Pages: Bool { major >= 3 }
 
-    /// Statements every keyed connection runs right after the key, before any setting or read.
-    var connectionSetup: [String] {
-        major >= 4 ? ["PRAGMA cipher_compatibility = 3"] : []
+    /// Why the linked engine cannot apply `settings`, or `nil` when it can.
+    package func problem(with settings: CipherSettings) -> String? {
+        if let problem = settings.problem() { return problem }
+        guard major < 4 else { return nil }
+        let needs4 = "; the linked SQLCipher \(version) cannot read or write such files (use a host linked with SQLCipher 4, or leave the setting out)"
+        if settings.generation == .sqlcipher4 { return "\(CipherGeneration.sqlcipher4) (SQLCipher 4's format) needs SQLCipher 4" + needs4 }
+        if let kdf = settings.kdfAlgorithm, kdf != .sha1 { return "kdf_algorithm \(kdf) needs SQLCipher 4" + needs4 }
+        if let hmac = settings.hmacAlgorithm, hmac != .sha1 { return "hmac_algorithm \(hmac) needs SQLCipher 4" + needs4 }
+        return nil
     }
 
-    /// The same for an attached database `schema` (ATTACH … KEY).
-    func attachedSetup(schema: String) -> [String] {
-        major >= 4 ? ["PRAGMA \(schema).cipher_compatibility = 3"] : []
+    /// The formats a file opened with a key's `cipher` settings may have, cheapest and likeliest
+    /// first: for a `legacy` key without settings, every SQLCipher 1.x/2.x variant this engine
+    /// reads (``legacyVariants``); for settings that name a generation, exactly those; otherwise
+    /// the settings on the engine's default generation, then (on SQLCipher 4) on the 3.x
+    /// generation, which SQLCipher 3 hosts wrote with the same key list.
+    package func formatsToTry(for cipher: CipherSettings, legacy: Bool) -> [CipherSettings] {
+        if legacy && cipher.isEngineDefault { return Self.legacyVariants }
+        if legacy || cipher.generation != nil || major < 4 { return [cipher] }
+        let written3x = cipher.defaulting(to: .sqlcipher3)
+        guard problem(with: written3x) == nil, written3x.format(on: self) != cipher.format(on: self) else { return [cipher] }
+        return [cipher, written3x]
+    }
+
+    /// The SQLCipher 1.x and 2.x variants that both SQLCipher 3.4.1 and 4.6.1 read (checked on
+    /// files the 3.4.1 shell wrote), in the order they are tried: 2.x (HMAC-SHA1, the common
+    /// case), 1.x (no HMAC), 2.x from a big-endian host, 2.0 beta. PBKDF2 with 4,000 rounds costs
+    /// little, so trying them in turn does too.
+    package static let legacyVariants: [CipherSettings] = [
+        CipherSettings(generation: .sqlcipher2),
+        CipherSettings(generation: .sqlcipher1),
+        CipherSettings(generation: .sqlcipher2, hmacPageNumber: .bigEndian),
+        CipherSettings(generation: .sqlcipher2, hmacSaltMask: 0x00, fastKDFIterations: 4000),
+    ]
+
+    /// The statements that apply `settings` to a connection (`schema` `nil`) or to an attached
+    /// database, right after its key and before anything is read.
+    package func settingStatements(_ settings: CipherSettings, schema: String?) -> [String] {
+        let prefix = schema.map { "\($0)." } ?? ""
+        var statements: [String] = []
+        var settings = settings
+        if let generation = settings.generation {
+            if major >= 4 {
+                statements.append("PRAGMA \(prefix)cipher_compatibility = \(generation.rawValue)")
+            } else {
+                // SQLCipher 3 knows no compatibility pragma: its generations differ from its
+                // defaults only in kdf_iter and HMAC (SHA-2 formats are refused by problem(with:)).
+                let format = generation.format
+                settings.kdfIterations = settings.kdfIterations ?? (format.kdfIterations == 64000 ? nil : format.kdfIterations)
+                settings.useHMAC = settings.useHMAC ?? (format.useHMAC ? nil : false)
+            }
+        }
+        if let kdf = settings.kdfIterations { statements.append("PRAGMA \(prefix)kdf_iter = \(kdf)") }
+        if let size = settings.pageSize { statements.append("PRAGMA \(prefix)cipher_page_size = \(size)") }
+        if let hmac = settings.useHMAC { statements.append("PRAGMA \(prefix)cipher_use_hmac = \(hmac ? "ON" : "OFF")") }
+        if major >= 4 {
+            if let kdf = settings.kdfAlgorithm { statements.append("PRAGMA \(prefix)cipher_kdf_algorithm = PBKDF2_HMAC_\(kdf.rawValue.uppercased())") }
+            if let hmac = settings.hmacAlgorithm { statements.append("PRAGMA \(prefix)cipher_hmac_algorithm = HMAC_\(hmac.rawValue.uppercased())") }
+            if let size = settings.plaintextHeaderSize { statements.append("PRAGMA \(prefix)cipher_plaintext_header_size = \(size)") }
+        }
+        if let order = settings.hmacPageNumber { statements.append("PRAGMA \(prefix)cipher_hmac_pgno = \(order.rawValue)") }
+        if let mask = settings.hmacSaltMask { statements.append("PRAGMA \(prefix)cipher_hmac_salt_mask = \"x'\(Hex.byte(mask))'\"") }
+        if let fast = settings.fastKDFIterations { statements.append("PRAGMA \(prefix)fast_kdf_iter = \(fast)") }
+        return statements
+    }
+
+    /// What to say when a key is right for a file in SQLCipher 4's default format that the key's
+    /// settings do not open: on SQLCipher 3, that this engine cannot read it and how to convert it
+    /// where SQLCipher 4 runs (keeping user_version); on SQLCipher 4, that the key's settings name
+    /// another format.
+    package func sqlcipher4FileAdvice(keyID: String) -> String {
+        if major >= 4 {
+            return "key \"\(keyID)\" is correct for this file, which is in SQLCipher 4's default format, but the key's cipher settings name another format; remove its cipher: settings (or give it cipher: sqlcipher4)."
+        }
+        return "key \"\(keyID)\" is correct but this is a SQLCipher 4 file (SQLCipher 4's default format), which the linked SQLCipher \(version) cannot read. Convert it on a host linked with SQLCipher 4: open it with this library or `rekey` there, with a current key that has cipher: sqlcipher3 (the library then rewrites it through its verified export, keeping user_version, application_id and every row), and bring the file back."
+    }
+
+    /// What a "no key opens this file" message adds about formats this engine cannot read: on
+    /// SQLCipher 3, files in SQLCipher 4's format; nothing on SQLCipher 4, which reads every
+    /// generation.
+    package var unreadableFormatsNote: String {
+        major >= 4 ? "" : ", or it is in SQLCipher 4's format, which the linked SQLCipher \(version) cannot read"
     }
 
     private static func detect() -> SQLCipherEngine {
-        let version = (try? Connection(path: ":memory:", access: .readWrite, create: true, key: nil, busyTimeout: .zero)
-            .queryValue("PRAGMA cipher_version", as: String.self)) ?? nil
+        let probe = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: nil, busyTimeout: .zero)
+        defer { probe?.close() }
+        let version = (try? probe?.queryValue("PRAGMA cipher_version", as: String.self)) ?? nil
+        let sqlite = (try? probe?.queryValue("SELECT sqlite_version()", as: String.self)) ?? nil
         let text = version ?? "unknown"
         let major = Int(text.prefix { $0.isNumber }) ?? 0
-        return SQLCipherEngine(version: text, major: major)
+        if major >= 4 { silenceLogging() }
+        return SQLCipherEngine(version: text, major: major, sqliteVersion: sqlite ?? "unknown")
+    }
+
+    /// Turns SQLCipher 4's own logging off for the process. The level must be set after the first
+    /// keyed connection of the process: SQLCipher resets it when it first activates (measured on
+    /// 4.6.1: a level set before any key is lost).
+    private static func silenceLogging() {
+        guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: LoggingProbeKey(), busyTimeout: .zero) else { return }
+        defer { keyed.close() }
+        try? keyed.execute("PRAGMA cipher_log_level = NONE")
+    }
+
+    /// A throwaway key for the in-memory connection that activates SQLCipher (no secret).
+    private struct LoggingProbeKey: SQLCipherKey {
+        func withSQLCipherBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+            try Array("x'\(String(repeating: "0", count: 64))'".utf8).withUnsafeBytes(body)
+        }
     }
 }

@@ -301,7 +301,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
             try catchUp(operation: "rotateToCurrentKey")
             return currentReport.rotation
         }
-        guard writerKey.id != keys.currentID else { return nil }
+        guard !keys.isCurrent(writerKey) else { return nil }
         readers?.drain()
         // Rotate on the connection as the open's rotation gets it: without the setup's foreign keys.
         try? writer.execute("PRAGMA foreign_keys = OFF")

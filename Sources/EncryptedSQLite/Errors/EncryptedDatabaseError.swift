@@ -28,9 +28,10 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     /// (a key file or environment variable without `format: hex`); the description then suggests
     /// `format: hex`.
     case noKeyOpens(path: String, triedKeyIDs: [String], hexLikePassphraseKeyIDs: [String] = [])
-    /// The file was written by SQLCipher 4 with its default settings, and key `keyID` is the right
-    /// key for it (checked against the file's salt and page-1 HMAC), but the linked SQLCipher 3.4.1
-    /// cannot read that format.
+    /// The file is in SQLCipher 4's default format, and key `keyID` is the right key for it
+    /// (checked against the file's salt and page-1 HMAC), but no configured setting opens it: on
+    /// SQLCipher 3 the engine cannot read that format; on SQLCipher 4 the key's `cipher:` settings
+    /// name another format.
     case sqlcipher4File(path: String, keyID: String, triedKeyIDs: [String])
     /// The target of an export or decrypted copy already exists; it is never overwritten.
     case targetExists(path: String)
@@ -134,9 +135,9 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
             case 1: " Key \(names) is read as a passphrase but holds exactly 64 hex digits, like a raw key: if it is one, add `format: hex` to its entry in the Keys file (`format: .hex` in a KeySource)."
             default: " Keys \(names) are read as passphrases but hold exactly 64 hex digits, like raw keys: if they are, add `format: hex` to their entries in the Keys file (`format: .hex` in a KeySource)."
             }
-            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", ")))." + hint + " Either the key list lacks the key it was written with, or the file is damaged, or it was written by SQLCipher 4 with its default settings, which the linked SQLCipher 3.4.1 cannot read. Add the key it was written with to its key list (with `legacy: true` for a SQLCipher 1.x/2.x file, `cipher:` for other settings), or restore the file from a backup. Nothing was changed."
+            return "\(path): none of the configured keys opens this file (tried: \(tried.joined(separator: ", ")))." + hint + " Either the key list lacks the key it was written with, or a key's cipher settings do not match the file's format, or the file is damaged" + SQLCipherEngine.linked.unreadableFormatsNote + ". Add the key it was written with to its key list (with `legacy: true` for a SQLCipher 1.x/2.x file, `cipher:` for other settings), or restore the file from a backup. Nothing was changed."
         case let .sqlcipher4File(path, keyID, tried):
-            return "\(path): key \"\(keyID)\" is correct but this is a SQLCipher 4 file (written with SQLCipher 4's default settings); the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read it (tried: \(tried.joined(separator: ", "))). Convert it with SQLCipher 4 (open it there with key \"\(keyID)\", ATTACH a new file with PRAGMA cipher_compatibility = 3 and sqlcipher_export into it), or link SQLCipher 4. Nothing was changed."
+            return "\(path): " + SQLCipherEngine.linked.sqlcipher4FileAdvice(keyID: keyID) + " Tried: \(tried.joined(separator: ", ")). Nothing was changed."
         case .targetExists(let path):
             return "\(path): already exists; it is never overwritten. Choose a new path or remove the file yourself."
         case let .busy(path, detail):

@@ -30,6 +30,9 @@ public struct DatabaseState: Sendable, Equatable, Codable {
     public let kdfIterations: Int?
     /// Whether pages carry an HMAC (`nil` for plaintext).
     public let useHMAC: Bool?
+    /// Every setting of the format that opened the file, e.g. `kdf_iter 256000 (sha512),
+    /// page_size 4096, hmac sha512` (`nil` for plaintext).
+    public let format: String?
     /// `true` when the key that opened the file is marked legacy (SQLCipher 1.x/2.x).
     public let legacy: Bool
     /// `PRAGMA user_version`.
@@ -57,7 +60,7 @@ public enum DatabaseInspection {
         let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
         defer { outcome.connection.close() }
         let key = outcome.key
-        let onCurrent = key.id == keys.currentID
+        let onCurrent = keys.isCurrent(key)
         do {
             let db = outcome.connection
             let settings = key.cipher.effective
@@ -70,6 +73,7 @@ public enum DatabaseInspection {
                 pageCount: try db.integerPragma("page_count") ?? 0,
                 kdfIterations: key.isPlaintext ? nil : settings.kdfIterations,
                 useHMAC: key.isPlaintext ? nil : settings.useHMAC,
+                format: key.isPlaintext ? nil : key.cipher.format().description,
                 legacy: key.legacy,
                 userVersion: try db.userVersion(), applicationID: try db.applicationID(),
                 sideFiles: sideFiles,

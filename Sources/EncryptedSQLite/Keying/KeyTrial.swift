@@ -18,31 +18,32 @@ struct KeyTrial {
         try find(key)?.connection
     }
 
-    /// Like ``open(with:)``, trying each of the key's settings (two for a legacy key); also
-    /// returns the key with the settings that opened the file.
-    func find(_ key: ResolvedKey) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
-        for settings in key.settingsToTry {
+    /// Like ``open(with:)``, trying each of the key's settings in turn (`formats`, or the key's
+    /// ``ResolvedKey/settingsToTry``); also returns the key with the settings that opened the file.
+    func find(_ key: ResolvedKey, formats: [CipherSettings]? = nil) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
+        for settings in formats ?? key.settingsToTry {
             let keying = keyingMaterial(for: key, settings: settings)
             if let connection = try attempt(key, keying.material, settings) {
-                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy, created: key.created))
+                return (connection, key.with(settings))
             }
             // A derived key goes with the salt it was derived for: if the file changed under us
             // (replaced by a rotation elsewhere), derive again rather than call the key wrong.
             if let salt = keying.salt, let fresh = DerivedKey.salt(ofFileAt: path), fresh != salt,
                let connection = try attempt(key, keyingMaterial(for: key, settings: settings).material, settings) {
-                return (connection, ResolvedKey(id: key.id, material: key.material, cipher: settings, legacy: key.legacy, created: key.created))
+                return (connection, key.with(settings))
             }
         }
         return nil
     }
 
-    /// What to key the connection with: for a key of the current (3.x) format, the raw key plus
-    /// salt derived once per material and file, so that the derivation is paid once per process
-    /// (probe, verification and reader connections share it); else the material itself.
+    /// What to key the connection with: for a key whose format derives with PBKDF2-HMAC-SHA1 (the
+    /// derivation ``DerivedKey`` does), the raw key plus salt derived once per material and file,
+    /// so that the derivation is paid once per process (probe, verification and reader
+    /// connections share it); else the material itself.
     func keyingMaterial(for key: ResolvedKey, settings: CipherSettings) -> (material: KeyMaterial?, salt: [UInt8]?) {
-        guard let material = key.material, !key.legacy, let salt = DerivedKey.salt(ofFileAt: path),
-              let iterations = settings.effective.kdfIterations,
-              let derived = material.derived(forSalt: salt, iterations: iterations)
+        let format = settings.format()
+        guard let material = key.material, !key.legacy, format.kdfAlgorithm == .sha1, let salt = DerivedKey.salt(ofFileAt: path),
+              let derived = material.derived(forSalt: salt, iterations: format.kdfIterations)
         else { return (key.material, nil) }
         return (derived, salt)
     }

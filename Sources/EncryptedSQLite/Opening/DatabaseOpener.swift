@@ -37,7 +37,8 @@ struct DatabaseOpener {
         var connection = outcome.connection
         var key = outcome.key
         var rotation: RotationReport?
-        if outcome.key.id != keys.currentID {
+        let inCurrentFormat = outcome.key.id != keys.currentID || keys.isCurrent(outcome.key)
+        if !keys.isCurrent(outcome.key) {
             if options.readOnly {
                 throw .rotationNeeded(path: path, openedWith: outcome.key.id, currentKeyID: keys.currentID)
             }
@@ -48,7 +49,7 @@ struct DatabaseOpener {
         }
         let report = OpenReport(
             path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts,
-            created: created, rotation: rotation, totalDuration: stopwatch.elapsed)
+            created: created, rotation: rotation, totalDuration: stopwatch.elapsed, openedInCurrentFormat: inCurrentFormat)
         return Opened(connection: connection, report: report, key: key)
     }
 
@@ -77,6 +78,7 @@ struct DatabaseOpener {
         let trial = KeyTrial.forInspection(path: path, busyTimeout: options.busyTimeout)
         let outcome = try KeyProbe(keys: keys, trial: trial).run()
         outcome.connection.close()
-        return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts)
+        return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts,
+                        needsRotation: !keys.isCurrent(outcome.key))
     }
 }

@@ -37,7 +37,7 @@ struct KeyProbe {
         var attempts: [OpenReport.KeyAttempt] = []
         for key in keys.trialOrder {
             let stopwatch = Stopwatch()
-            if let (connection, opened) = try trial.find(key) {
+            if let (connection, opened) = try trial.find(key, formats: Self.formats(for: key, isCurrent: key.id == keys.currentID)) {
                 attempts.append(.init(keyID: key.id, opened: true, duration: stopwatch.elapsed))
                 return Outcome(connection: connection, key: opened, attempts: attempts)
             }
@@ -48,6 +48,19 @@ struct KeyProbe {
             throw .sqlcipher4File(path: path, keyID: keyID, triedKeyIDs: tried)
         }
         throw .noKeyOpens(path: path, triedKeyIDs: tried, hexLikePassphraseKeyIDs: keys.hexLikePassphraseKeyIDs.filter(tried.contains))
+    }
+
+    /// The formats to try `key` with: the current key's own format first (an up-to-date file costs
+    /// one key derivation), then the other formats it may have written; for a passphrase, the
+    /// cheaper key derivations before the dearer ones (SQLCipher 3's 64,000 SHA-1 rounds before
+    /// SQLCipher 4's 256,000 SHA-512 rounds).
+    static func formats(for key: ResolvedKey, isCurrent: Bool) -> [CipherSettings] {
+        let all = key.settingsToTry
+        guard key.material?.kind == .passphrase, all.count > 1 else { return all }
+        let byCost = { (formats: ArraySlice<CipherSettings>) in
+            formats.enumerated().sorted { ($0.element.format().passphraseCost, $0.offset) < ($1.element.format().passphraseCost, $1.offset) }.map(\.element)
+        }
+        return isCurrent ? [all[0]] + byCost(all.dropFirst()) : byCost(all[...])
     }
 
     /// Throws the matching error unless the file could be an encrypted database.

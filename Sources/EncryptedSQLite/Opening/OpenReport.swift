@@ -26,15 +26,20 @@ public struct OpenReport: Sendable, Equatable, Codable {
     /// The whole open, from start to handing out the database.
     public let totalDuration: Duration
 
+    /// `false` when the current key opened the file but in another format than its settings name
+    /// (a 3.x file under a current key for SQLCipher 4's format): the file then needs a rotation
+    /// like a file on an older key.
+    public let openedInCurrentFormat: Bool
+
     /// `true` when the file was rotated to the current key during this open.
     public var rotated: Bool { rotation != nil }
 
     /// `true` when the database is now on the current key.
-    public var isOnCurrentKey: Bool { rotated || openedWithKeyID == currentKeyID }
+    public var isOnCurrentKey: Bool { rotated || (openedWithKeyID == currentKeyID && openedInCurrentFormat) }
 
     /// The same report with a later rotation recorded.
     func with(rotation: RotationReport) -> OpenReport {
         OpenReport(path: path, openedWithKeyID: openedWithKeyID, currentKeyID: rotation.toKeyID, attempts: attempts,
-                   created: created, rotation: rotation, totalDuration: totalDuration)
+                   created: created, rotation: rotation, totalDuration: totalDuration, openedInCurrentFormat: openedInCurrentFormat)
     }
 }

@@ -1,3 +1,4 @@
+import CipherFormats
 import Foundation
 
 /// The ordered keys of one database, oldest first; the last one is the current key.
@@ -48,7 +49,7 @@ public struct KeyList: Sendable, CustomStringConvertible {
                 plaintextID = key.id
                 continue
             }
-            if let problem = key.cipher.problem() {
+            if let problem = SQLCipherEngine.linked.problem(with: key.cipher) {
                 throw .invalidCipherSettings(keyID: key.id, database: database, problem: problem)
             }
             let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
@@ -98,6 +99,13 @@ public struct KeyList: Sendable, CustomStringConvertible {
 
     /// The plaintext entry as a key without material.
     package var plaintextKey: ResolvedKey? { plaintextKeyID.map { ResolvedKey(id: $0, material: nil) } }
+
+    /// `true` when a file opened with `key` (carrying the settings that opened it) is on the
+    /// current key in the current key's format, so that it needs no rotation. A current key
+    /// marked `legacy` has no single format: any of its variants counts.
+    package func isCurrent(_ key: ResolvedKey) -> Bool {
+        key.id == currentID && (current.legacy || key.cipher.format() == current.cipher.format())
+    }
 
     /// The order in which keys are tried on a file: the current key first (the steady state after
     /// a rotation, so that an up-to-date file costs one key derivation), then the older keys from

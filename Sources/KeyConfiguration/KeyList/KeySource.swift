@@ -138,18 +138,25 @@ package struct ResolvedKey: Sendable {
     }
 
     /// `true` when a file written with `self` and with `other` would have the same format
-    /// (same effective page size, KDF iterations and HMAC; legacy keys never match).
+    /// (every setting resolved on the linked engine; legacy keys never match).
     package func writesSameFormat(as other: ResolvedKey) -> Bool {
-        !legacy && !other.legacy && cipher.effective == other.cipher.effective
+        !legacy && !other.legacy && cipher.format() == other.cipher.format()
     }
 
     /// `true` for the plaintext entry.
     package var isPlaintext: Bool { material == nil }
 
-    /// The settings to try when opening a file with this key: the legacy variants for a legacy
-    /// key (unless settings were given), else exactly the configured settings.
+    /// The settings to try when opening a file with this key, the key's own format first: the
+    /// legacy variants for a legacy key (unless settings were given); for settings without a
+    /// generation, also the other generations the linked engine reads that such a key may have
+    /// written; else exactly the configured settings (``SQLCipherEngine/formatsToTry(for:legacy:)``).
     package var settingsToTry: [CipherSettings] {
-        legacy && cipher.isEngineDefault ? CipherSettings.legacyVariants : [cipher]
+        SQLCipherEngine.linked.formatsToTry(for: cipher, legacy: legacy)
+    }
+
+    /// This key with the settings that opened a file.
+    package func with(_ settings: CipherSettings) -> ResolvedKey {
+        ResolvedKey(id: id, material: material, cipher: settings, legacy: legacy, created: created)
     }
 }
 

@@ -89,20 +89,67 @@ struct KeyDocument: Decodable {
     }
 }
 
-/// `cipher: {kdf_iter: 4000, page_size: 1024, use_hmac: false}` on a key entry.
+/// `cipher:` on a key entry: a generation's name (`cipher: sqlcipher3`), or a mapping of
+/// settings, optionally on a generation (`cipher: {compatibility: 3, kdf_iter: 100000}`).
+/// Keys.example documents every field.
 struct CipherDocument: Decodable {
     let settings: CipherSettings
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
-        case kdfIter = "kdf_iter", pageSize = "page_size", useHMAC = "use_hmac"
+        case compatibility, kdfIter = "kdf_iter", pageSize = "page_size", useHMAC = "use_hmac"
+        case kdfAlgorithm = "kdf_algorithm", hmacAlgorithm = "hmac_algorithm", plaintextHeaderSize = "plaintext_header_size"
+        case hmacPageNumber = "hmac_pgno", hmacSaltMask = "hmac_salt_mask", fastKDFIter = "fast_kdf_iter"
     }
 
+    static let generationNames = CipherGeneration.allCases.map(\.name).joined(separator: ", ")
+
     init(from decoder: any Decoder) throws {
+        func invalid(_ problem: String, at key: CodingKeys? = nil) -> KeyConfigurationError {
+            .keysFileInvalid(path: "", location: KeysFile.location(of: decoder.codingPath + (key.map { [$0] } ?? [])), problem: problem)
+        }
+        if let single = try? decoder.singleValueContainer(), let name = try? single.decode(String.self) {
+            guard let generation = CipherGeneration(name: name) else {
+                throw invalid("cipher must be one of \(Self.generationNames), or a mapping of settings")
+            }
+            settings = CipherSettings(generation: generation)
+            return
+        }
         try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        settings = CipherSettings(
-            kdfIterations: try container.decodeIfPresent(Int.self, forKey: .kdfIter),
-            pageSize: try container.decodeIfPresent(Int.self, forKey: .pageSize),
-            useHMAC: try container.decodeIfPresent(Bool.self, forKey: .useHMAC))
+        func digest(_ key: CodingKeys) throws -> CipherDigest? {
+            guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }
+            guard let digest = CipherDigest(rawValue: text.lowercased()) else {
+                throw invalid("\(key.rawValue) must be one of: \(CipherDigest.allCases.map(\.rawValue).joined(separator: ", "))", at: key)
+            }
+            return digest
+        }
+        var settings = CipherSettings()
+        if let level = try container.decodeIfPresent(Int.self, forKey: .compatibility) {
+            guard let generation = CipherGeneration(rawValue: level) else {
+                throw invalid("compatibility must be 1, 2, 3 or 4 (the SQLCipher generation whose defaults apply)", at: .compatibility)
+            }
+            settings.generation = generation
+        }
+        settings.kdfIterations = try container.decodeIfPresent(Int.self, forKey: .kdfIter)
+        settings.pageSize = try container.decodeIfPresent(Int.self, forKey: .pageSize)
+        settings.useHMAC = try container.decodeIfPresent(Bool.self, forKey: .useHMAC)
+        settings.kdfAlgorithm = try digest(.kdfAlgorithm)
+        settings.hmacAlgorithm = try digest(.hmacAlgorithm)
+        settings.plaintextHeaderSize = try container.decodeIfPresent(Int.self, forKey: .plaintextHeaderSize)
+        if let order = try container.decodeIfPresent(String.self, forKey: .hmacPageNumber) {
+            guard let parsed = PageNumberByteOrder(rawValue: order.lowercased()) else {
+                throw invalid("hmac_pgno must be le or be", at: .hmacPageNumber)
+            }
+            settings.hmacPageNumber = parsed
+        }
+        if let mask = try container.decodeIfPresent(String.self, forKey: .hmacSaltMask) {
+            let digits = mask.lowercased().hasPrefix("0x") ? String(mask.dropFirst(2)) : mask
+            guard digits.count == 2, let byte = UInt8(digits, radix: 16) else {
+                throw invalid("hmac_salt_mask must be one byte in hex, such as \"3a\" or \"0x00\"", at: .hmacSaltMask)
+            }
+            settings.hmacSaltMask = byte
+        }
+        settings.fastKDFIterations = try container.decodeIfPresent(Int.self, forKey: .fastKDFIter)
+        self.settings = settings
     }
 }

@@ -75,11 +75,15 @@ public struct SQLiteError: Error, Sendable, Equatable, CustomStringConvertible {
         self.sql = sql
     }
 
-    /// `SQLite error 5 (database is locked): <message> — in: <sql>`, with advice for busy errors.
+    /// `SQLite error 5 (database is locked): <message> — in: <sql>`, with advice for busy errors
+    /// and for statements that use a feature the linked SQLite is too old for (``missingFeature``).
     public var description: String {
         var text = "SQLite error \(code.rawValue) (\(code.primary)): \(message)"
         if code.primary == .busy {
             text += "; another connection or process holds the lock longer than the busy timeout: retry later, or raise the busy timeout"
+        }
+        if let feature = missingFeature {
+            text += "; \(feature.name) needs SQLite \(feature.since), and the linked SQLCipher carries SQLite \(SQLiteFeature.linkedVersion): rewrite the statement without it, or link a newer SQLCipher"
         }
         if let sql { text += " — in: \(sql)" }
         return text
