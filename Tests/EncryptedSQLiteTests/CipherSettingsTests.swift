@@ -15,16 +15,29 @@ struct ShellMadeKind: CustomTestStringConvertible, Sendable {
     var testDescription: String { name }
 }
 
+// `cipher_compatibility` makes a SQLCipher 4 shell write the generation meant; SQLCipher 3.4.1
+// ignores the pragma (it writes these files through kdf_iter and the HMAC pragmas alone).
 let legacyAndCustomKinds: [ShellMadeKind] = [
     ShellMadeKind(name: "SQLCipher 1.x style (kdf_iter 4000, cipher_use_hmac OFF), legacy flag",
-                  pragmas: "PRAGMA kdf_iter = 4000; PRAGMA cipher_use_hmac = OFF;", cipher: .engineDefault, legacy: true),
+                  pragmas: "PRAGMA cipher_compatibility = 1; PRAGMA kdf_iter = 4000; PRAGMA cipher_use_hmac = OFF;", cipher: .engineDefault, legacy: true),
     ShellMadeKind(name: "SQLCipher 2.x style (kdf_iter 4000, HMAC on), legacy flag",
-                  pragmas: "PRAGMA kdf_iter = 4000;", cipher: .engineDefault, legacy: true),
+                  pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000;", cipher: .engineDefault, legacy: true),
+    ShellMadeKind(name: "SQLCipher 2.x from a big-endian host (cipher_hmac_pgno = be), legacy flag",
+                  pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000; PRAGMA cipher_hmac_pgno = be;", cipher: .engineDefault, legacy: true),
+    ShellMadeKind(name: "SQLCipher 2.0 beta (fast_kdf_iter 4000, cipher_hmac_salt_mask 00), legacy flag",
+                  pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000; PRAGMA fast_kdf_iter = 4000; PRAGMA cipher_hmac_salt_mask = \"x'00'\";",
+                  cipher: .engineDefault, legacy: true),
+    ShellMadeKind(name: "SQLCipher 2.x big-endian, given as explicit settings (compatibility 2, hmac_pgno be)",
+                  pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000; PRAGMA cipher_hmac_pgno = be;",
+                  cipher: CipherSettings(generation: .sqlcipher2, hmacPageNumber: .bigEndian), legacy: false),
     ShellMadeKind(name: "kdf_iter 4000 without HMAC, given as explicit settings",
                   pragmas: "PRAGMA kdf_iter = 4000; PRAGMA cipher_use_hmac = OFF;", cipher: CipherSettings(kdfIterations: 4000, useHMAC: false), legacy: false),
     ShellMadeKind(name: "4 KiB pages and kdf_iter 10000",
                   pragmas: "PRAGMA cipher_page_size = 4096; PRAGMA kdf_iter = 10000;", cipher: CipherSettings(kdfIterations: 10000, pageSize: 4096), legacy: false),
 ]
+
+/// The page size of a file written with the linked engine's default format.
+let enginePageSize = SQLCipherEngine.linked.defaultGeneration == .sqlcipher4 ? "4096" : "1024"
 
 @Suite("Cipher settings, legacy files and settings changes")
 struct CipherSettingsTests {
@@ -53,7 +66,7 @@ struct CipherSettingsTests {
         #expect(database.report.openedWithKeyID == "old")
         #expect(database.report.rotation?.method == .export)
         #expect(try database.read { try Fixture.contentDigest($0) } == expected)
-        #expect(try database.read { try $0.queryValue("PRAGMA cipher_page_size", as: String.self) } == "1024")
+        #expect(try database.read { try $0.queryValue("PRAGMA cipher_page_size", as: String.self) } == enginePageSize)
         // The independent shell: the new key with default settings opens it; the old key with the old settings no longer does.
         #expect(try SQLCipherShell.opens(path, with: .hex(currentHex)))
         let oldAttempt = try SQLCipherShell.run(path, key: .passphrase(passphrase), kind.pragmas + "\nSELECT count(*) FROM people;")

@@ -153,7 +153,7 @@ struct KeysFileTests {
         #expect(list.currentID == "2025")
 
         let unknown = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n        cipher: {kdf_iterations: 4000}\n")
-        #expect(throws: KeyConfigurationError.unknownField(path: unknown, location: "databases[0].keys[0].cipher", field: "kdf_iterations", allowed: ["kdf_iter", "page_size", "use_hmac"])) {
+        #expect(throws: KeyConfigurationError.unknownField(path: unknown, location: "databases[0].keys[0].cipher", field: "kdf_iterations", allowed: ["compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm", "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter"])) {
             try KeysFile.load(path: unknown)
         }
         let misplaced = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n      - id: v1\n        plaintext: true\n")

@@ -113,9 +113,12 @@ package struct CipherFormat: Sendable, Hashable, CustomStringConvertible {
     /// The byte order of the page number in the HMAC (`cipher_hmac_pgno`).
     package var hmacPageNumber: PageNumberByteOrder = .littleEndian
     /// The byte XOR-ed into the salt to derive the HMAC key's salt (`cipher_hmac_salt_mask`).
-    package var hmacSaltMask: UInt8 = 0x3a
+    package var hmacSaltMask: UInt8 = defaultHMACSaltMask
     /// PBKDF2 iterations of the HMAC key's derivation (`fast_kdf_iter`).
     package var fastKDFIterations: Int = 2
+
+    /// SQLCipher's HMAC salt mask in every version (2.0 beta files used 0x00).
+    package static let defaultHMACSaltMask: UInt8 = 0x3a
 
     /// Roughly what one key attempt with a passphrase costs, in SHA-1 PBKDF2 rounds (to try cheap
     /// formats first).
@@ -126,7 +129,7 @@ package struct CipherFormat: Sendable, Hashable, CustomStringConvertible {
         var text = "kdf_iter \(kdfIterations) (\(kdfAlgorithm)), page_size \(pageSize), hmac " + (useHMAC ? "\(hmacAlgorithm)" : "off")
         if plaintextHeaderSize != 0 { text += ", plaintext_header_size \(plaintextHeaderSize)" }
         if hmacPageNumber != .littleEndian { text += ", hmac_pgno \(hmacPageNumber)" }
-        if hmacSaltMask != 0x3a { text += ", hmac_salt_mask \(Hex.byte(hmacSaltMask))" }
+        if hmacSaltMask != Self.defaultHMACSaltMask { text += ", hmac_salt_mask \(Hex.byte(hmacSaltMask))" }
         if fastKDFIterations != 2 { text += ", fast_kdf_iter \(fastKDFIterations)" }
         return text
     }

@@ -41,9 +41,26 @@ extension Connection {
     /// after the key, before anything is read; the process-wide `cipher_default_*` pragmas are
     /// never used.
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file or refuses a setting.
+    ///
+    /// SQLCipher keeps the HMAC salt mask (`cipher_hmac_salt_mask`, 0x00 in SQLCipher 2.0 beta
+    /// files) for the whole process, not per connection. Settings with another mask than the
+    /// default are applied under a process-wide lock, the keys are derived at once (one read of
+    /// the schema; its failure is left for the caller's own read to report), and the default mask
+    /// is put back before the lock is released.
     package convenience init(path: String, access: AccessMode, create: Bool = false, key: KeyMaterial?, cipher: CipherSettings? = nil, busyTimeout: Duration) throws {
-        let setup = key == nil ? [] : SQLCipherEngine.linked.settingStatements(cipher ?? .engineDefault, schema: nil)
+        let settings = cipher ?? .engineDefault
+        let setup = key == nil ? [] : SQLCipherEngine.linked.settingStatements(settings, schema: nil)
+        guard key != nil, let mask = settings.hmacSaltMask, mask != CipherFormat.defaultHMACSaltMask else {
+            try self.init(path: path, access: access, create: create, sqlcipherKey: key, keySetup: setup, busyTimeout: busyTimeout)
+            return
+        }
+        SQLCipherEngine.processWideSettings.lock()
+        defer {
+            SQLCipherEngine.restoreDefaultHMACSaltMask()
+            SQLCipherEngine.processWideSettings.unlock()
+        }
         try self.init(path: path, access: access, create: create, sqlcipherKey: key, keySetup: setup, busyTimeout: busyTimeout)
+        _ = try? queryValue("SELECT count(*) FROM sqlite_master", as: Int.self)
     }
 
     /// Attaches `path` as `schema`, keyed with `key` (unencrypted when `nil`) and written with
@@ -72,6 +89,9 @@ extension Connection {
         sqlite3_clear_bindings(statement)
         guard code == SQLITE_DONE else { throw error(code: code, sql: sql) }
         guard key != nil else { return }
+        // A new file is written through an attached database: never with a process-wide HMAC salt
+        // mask of its own (the key list refuses such a current key).
+        precondition(settings.hmacSaltMask.map { $0 == CipherFormat.defaultHMACSaltMask } ?? true, "an attached database with another HMAC salt mask")
         for statement in SQLCipherEngine.linked.settingStatements(settings, schema: schema) { try execute(statement) }
     }
 

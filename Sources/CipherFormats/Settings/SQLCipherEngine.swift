@@ -1,3 +1,4 @@
+import Foundation
 import SQLCipherConnection
 
 /// The SQLCipher library this process is linked with, and everything that depends on its version.
@@ -21,6 +22,12 @@ import SQLCipherConnection
 ///   `PRAGMA cipher_log_level = NONE` once per process; key attempts and failures are reported
 ///   through the library's own logger and errors instead. This also applies to other SQLCipher
 ///   connections of the process.
+/// - **Process-wide settings.** Both engines keep `cipher_hmac_salt_mask` for the whole process
+///   (measured on 3.4.1 and 4.6.1; `cipher_hmac_pgno` and `fast_kdf_iter` are per connection).
+///   The one format that needs another mask, SQLCipher 2.0 beta's, is tried last and under
+///   ``processWideSettings``, and the default is restored right after that connection derived its
+///   keys. A connection of the same process that derives its keys in that instant, outside this
+///   library, would use the beta mask and fail to open.
 /// - **The SQLite underneath.** SQLCipher 3.4.1 carries SQLite 3.15.2; SQLCipher 4.6.1 carries
 ///   SQLite 3.46. ``sqliteVersion``; a statement that fails only because the SQLite is too old gets
 ///   an error that says so (`SQLiteFeature`).
@@ -134,6 +141,17 @@ public struct SQLCipherEngine: Sendable, Equatable {
         major >= 4 ? "" : ", or it is in SQLCipher 4's format, which the linked SQLCipher \(version) cannot read"
     }
 
+    /// Held while a connection runs with a process-wide setting other than the default (the HMAC
+    /// salt mask of SQLCipher 2.0 beta files); see `Connection.init(path:access:create:key:cipher:busyTimeout:)`.
+    package static let processWideSettings = NSLock()
+
+    /// Puts SQLCipher's process-wide HMAC salt mask back to its default (0x3a).
+    package static func restoreDefaultHMACSaltMask() {
+        guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: LoggingProbeKey(), busyTimeout: .zero) else { return }
+        defer { keyed.close() }
+        try? keyed.execute("PRAGMA cipher_hmac_salt_mask = \"x'\(Hex.byte(CipherFormat.defaultHMACSaltMask))'\"")
+    }
+
     private static func detect() -> SQLCipherEngine {
         let probe = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: nil, busyTimeout: .zero)
         defer { probe?.close() }
@@ -154,7 +172,7 @@ public struct SQLCipherEngine: Sendable, Equatable {
         try? keyed.execute("PRAGMA cipher_log_level = NONE")
     }
 
-    /// A throwaway key for the in-memory connection that activates SQLCipher (no secret).
+    /// A throwaway key for the in-memory connections that change SQLCipher's process-wide settings (no secret).
     private struct LoggingProbeKey: SQLCipherKey {
         func withSQLCipherBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
             try Array("x'\(String(repeating: "0", count: 64))'".utf8).withUnsafeBytes(body)

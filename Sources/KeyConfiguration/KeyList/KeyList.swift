@@ -52,6 +52,9 @@ public struct KeyList: Sendable, CustomStringConvertible {
             if let problem = SQLCipherEngine.linked.problem(with: key.cipher) {
                 throw .invalidCipherSettings(keyID: key.id, database: database, problem: problem)
             }
+            if index == keys.count - 1, let mask = key.cipher.hmacSaltMask, mask != CipherFormat.defaultHMACSaltMask {
+                throw .invalidCipherSettings(keyID: key.id, database: database, problem: "hmac_salt_mask is only for reading SQLCipher 2.0 beta files with an older key; the current key must write the default (3a)")
+            }
             let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
             let candidate = ResolvedKey(id: key.id, material: material, cipher: key.cipher, legacy: key.legacy, created: key.created)
             // The same material is allowed only with different settings (a settings-only rotation).

@@ -179,7 +179,8 @@ public final class Connection {
                 let end = tail ?? UnsafePointer(start.advanced(by: buffer.count - 1))
                 let text = String(decoding: UnsafeRawBufferPointer(start: cursor, count: end - cursor), as: UTF8.self)
                     .trimmingCharacters(in: .whitespacesAndNewlines)
-                guard code == SQLITE_OK else { throw error(code: code, sql: text) }
+                // On failure SQLite's tail points where parsing stopped: report the whole rest.
+                guard code == SQLITE_OK else { throw error(code: code, sql: String(cString: cursor).trimmingCharacters(in: .whitespacesAndNewlines)) }
                 cursor = end
                 guard let statementHandle else { continue }  // only whitespace or a comment
                 let statement = Statement(connection: self, handle: statementHandle, sql: text)

@@ -72,7 +72,7 @@ public struct SQLiteFeature: Sendable, Equatable {
     ]
 
     /// `true` when dotted version `a` is newer than `b` (`3.35.0` > `3.15.2`).
-    static func isNewer(_ a: String, than b: String) -> Bool {
+    package static func isNewer(_ a: String, than b: String) -> Bool {
         let parts = { (text: String) in text.split(separator: ".").map { Int($0) ?? 0 } }
         let (x, y) = (parts(a), parts(b))
         for index in 0..<max(x.count, y.count) {
