@@ -203,7 +203,8 @@ struct KeysFileTests {
         let file = try KeysFile.load(path: path)
         #expect(!file.entries.isEmpty)
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:", "plaintext:", "legacy:", "cipher:", "kdf_iter:", "page_size:", "use_hmac:", "created:", "*"] {
+        for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:", "plaintext:", "legacy:", "cipher:", "sqlcipher4", "compatibility:", "kdf_iter:", "page_size:", "use_hmac:", "kdf_algorithm:", "hmac_algorithm:",
+                       "plaintext_header_size:", "hmac_pgno:", "hmac_salt_mask:", "fast_kdf_iter:", "created:", "*"] {
             #expect(text.contains(option), "Keys.example does not document \(option)")
         }
     }
