@@ -58,7 +58,8 @@ struct OpeningTests {
                 #expect(error == input.expected(path))
                 #expect(error.description.contains(path))
                 for key in ring.keys { #expect(!error.description.contains(key.secret)) }
-                if case .noKeyOpens = error { #expect(error.description.contains("SQLCipher 4")) }
+                // Only an engine that cannot read SQLCipher 4's format mentions it.
+                if case .noKeyOpens = error { #expect(error.description.contains("SQLCipher 4") == (SQLCipherEngine.linked.major < 4)) }
             }
             #expect(FileSnapshot(path) == snapshot, "the file or its folder changed")
         }
