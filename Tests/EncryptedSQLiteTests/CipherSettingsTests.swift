@@ -17,6 +17,8 @@ struct ShellMadeKind: CustomTestStringConvertible, Sendable {
 
 // `cipher_compatibility` makes a SQLCipher 4 shell write the generation meant; SQLCipher 3.4.1
 // ignores the pragma (it writes these files through kdf_iter and the HMAC pragmas alone).
+// SQLCipher 2.0 beta files change a process-wide setting; they are tested through `rekey`, in a
+// process of their own (LegacyBetaCLITests).
 let legacyAndCustomKinds: [ShellMadeKind] = [
     ShellMadeKind(name: "SQLCipher 1.x style (kdf_iter 4000, cipher_use_hmac OFF), legacy flag",
                   pragmas: "PRAGMA cipher_compatibility = 1; PRAGMA kdf_iter = 4000; PRAGMA cipher_use_hmac = OFF;", cipher: .engineDefault, legacy: true),
@@ -24,9 +26,6 @@ let legacyAndCustomKinds: [ShellMadeKind] = [
                   pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000;", cipher: .engineDefault, legacy: true),
     ShellMadeKind(name: "SQLCipher 2.x from a big-endian host (cipher_hmac_pgno = be), legacy flag",
                   pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000; PRAGMA cipher_hmac_pgno = be;", cipher: .engineDefault, legacy: true),
-    ShellMadeKind(name: "SQLCipher 2.0 beta (fast_kdf_iter 4000, cipher_hmac_salt_mask 00), legacy flag",
-                  pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000; PRAGMA fast_kdf_iter = 4000; PRAGMA cipher_hmac_salt_mask = \"x'00'\";",
-                  cipher: .engineDefault, legacy: true),
     ShellMadeKind(name: "SQLCipher 2.x big-endian, given as explicit settings (compatibility 2, hmac_pgno be)",
                   pragmas: "PRAGMA cipher_compatibility = 2; PRAGMA kdf_iter = 4000; PRAGMA cipher_hmac_pgno = be;",
                   cipher: CipherSettings(generation: .sqlcipher2, hmacPageNumber: .bigEndian), legacy: false),

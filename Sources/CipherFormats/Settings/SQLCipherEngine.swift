@@ -24,10 +24,12 @@ import SQLCipherConnection
 ///   connections of the process.
 /// - **Process-wide settings.** Both engines keep `cipher_hmac_salt_mask` for the whole process
 ///   (measured on 3.4.1 and 4.6.1; `cipher_hmac_pgno` and `fast_kdf_iter` are per connection).
-///   The one format that needs another mask, SQLCipher 2.0 beta's, is tried last and under
-///   ``processWideSettings``, and the default is restored right after that connection derived its
-///   keys. A connection of the same process that derives its keys in that instant, outside this
-///   library, would use the beta mask and fail to open.
+///   The one format that needs another mask, SQLCipher 2.0 beta's, is only used when a key names
+///   it explicitly (`legacy: true` does not try it). Such a connection is opened under
+///   ``processWideSettings`` and the default is restored right after it derived its keys, but a
+///   connection of the same process that derives its keys in that instant would use the beta mask
+///   and fail to open (or, when it creates a file, write one no default setting opens): convert
+///   2.0 beta files in a process of their own, such as one `rekey` run.
 /// - **The SQLite underneath.** SQLCipher 3.4.1 carries SQLite 3.15.2; SQLCipher 4.6.1 carries
 ///   SQLite 3.46. ``sqliteVersion``; a statement that fails only because the SQLite is too old gets
 ///   an error that says so (`SQLiteFeature`).
@@ -83,14 +85,21 @@ public struct SQLCipherEngine: Sendable, Equatable {
 
     /// The SQLCipher 1.x and 2.x variants that both SQLCipher 3.4.1 and 4.6.1 read (checked on
     /// files the 3.4.1 shell wrote), in the order they are tried: 2.x (HMAC-SHA1, the common
-    /// case), 1.x (no HMAC), 2.x from a big-endian host, 2.0 beta. PBKDF2 with 4,000 rounds costs
-    /// little, so trying them in turn does too.
+    /// case), 1.x (no HMAC), 2.x from a big-endian host. PBKDF2 with 4,000 rounds costs little, so
+    /// trying them in turn does too.
+    ///
+    /// SQLCipher 2.0 beta files are not tried: they need another HMAC salt mask, which both engines
+    /// keep for the whole process, so that trying it would briefly change how every other
+    /// connection of the process derives its keys. They open with explicit settings
+    /// (``beta20``), best in a process of their own (`rekey`).
     package static let legacyVariants: [CipherSettings] = [
         CipherSettings(generation: .sqlcipher2),
         CipherSettings(generation: .sqlcipher1),
         CipherSettings(generation: .sqlcipher2, hmacPageNumber: .bigEndian),
-        CipherSettings(generation: .sqlcipher2, hmacSaltMask: 0x00, fastKDFIterations: 4000),
     ]
+
+    /// The settings of SQLCipher 2.0 beta files: 2.x with `fast_kdf_iter` 4000 and HMAC salt mask 0x00.
+    package static let beta20 = CipherSettings(generation: .sqlcipher2, hmacSaltMask: 0x00, fastKDFIterations: 4000)
 
     /// The statements that apply `settings` to a connection (`schema` `nil`) or to an attached
     /// database, right after its key and before anything is read.
