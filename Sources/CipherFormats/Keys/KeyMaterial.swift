@@ -36,11 +36,11 @@ public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, Cust
         self.sqlcipherForm = sqlcipherForm
     }
 
-    /// The raw key plus salt that this material gives for a file with `salt` and `iterations`
-    /// of PBKDF2, derived at most once per material and file (see ``DerivedKey``).
-    package func derived(forSalt salt: [UInt8], iterations: Int) -> KeyMaterial? {
-        derivations.value(salt: salt, iterations: iterations) {
-            DerivedKey.keySpec(for: self, salt: salt, kdfIterations: iterations)
+    /// The raw key plus salt that this material gives for a file with `salt` and the format's
+    /// `derivation`, derived at most once per material and file (see ``DerivedKey``).
+    package func derived(forSalt salt: [UInt8], derivation: PageFormat.KeyDerivation) -> KeyMaterial? {
+        derivations.value(salt: salt, derivation: derivation) {
+            DerivedKey.keySpec(for: self, salt: salt, derivation: derivation)
         }
     }
 

@@ -2,12 +2,12 @@ import COpenSSLCrypto
 import Foundation
 
 /// Authenticates, decrypts and encrypts pages of one file with one set of ``PageKeys``, with
-/// OpenSSL's AES-256-CBC and HMAC-SHA1 (the primitives SQLCipher itself calls).
+/// OpenSSL's AES-256-CBC and the format's HMAC digest (the primitives SQLCipher itself calls).
 ///
 /// Holds OpenSSL contexts with the key schedules, so it belongs to one thread at a time; the
 /// contexts are freed (and cleansed by OpenSSL) when it is released.
 package final class PageCipher {
-    let format: SQLCipher3PageFormat
+    let format: PageFormat
     private let decryptor: OpaquePointer
     private let encryptor: OpaquePointer
     private let mac: OpaquePointer
@@ -16,8 +16,10 @@ package final class PageCipher {
     /// and reference-counted by OpenSSL; creating contexts from it on several threads is safe.
     nonisolated(unsafe) private static let hmac: OpaquePointer? = EVP_MAC_fetch(nil, "HMAC", nil)
 
-    /// Prepares the contexts for `keys`; `nil` when OpenSSL cannot provide them.
-    package init?(keys: PageKeys, format: SQLCipher3PageFormat) {
+    /// Prepares the contexts for `keys`; `nil` when OpenSSL cannot provide them or the format
+    /// has no HMAC.
+    package init?(keys: PageKeys, format: PageFormat) {
+        guard let digestName = format.hmac?.openSSLName else { return nil }
         guard let decryptor = EVP_CIPHER_CTX_new() else { return nil }
         guard let encryptor = EVP_CIPHER_CTX_new() else { EVP_CIPHER_CTX_free(decryptor); return nil }
         guard let hmac = Self.hmac, let mac = EVP_MAC_CTX_new(hmac) else {
@@ -36,7 +38,7 @@ package final class PageCipher {
         } && keys.authentication.withUnsafeBytes { key -> Bool in
             // OSSL_PARAM keeps pointers to both strings: they must live until EVP_MAC_init returns.
             "digest".withCString { name in
-                "SHA1".withCString { digest in
+                digestName.withCString { digest in
                     var parameters = [
                         OSSL_PARAM_construct_utf8_string(name, UnsafeMutablePointer(mutating: digest), 0),
                         OSSL_PARAM_construct_end(),
@@ -58,11 +60,12 @@ package final class PageCipher {
     /// all zeros.
     package func authenticates(_ page: UnsafeRawBufferPointer, number: UInt32) -> Bool {
         if Self.isAllZeros(page) { return true }
-        var computed = (UInt64(0), UInt64(0), UInt32(0))
+        var computed = (UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         return withUnsafeMutableBytes(of: &computed) { digest in
+            let digest = UnsafeMutableRawBufferPointer(rebasing: digest.prefix(format.hmacSize))
             guard hmac(page, number: number, into: digest) else { return false }
-            let stored = UnsafeRawBufferPointer(rebasing: page[(format.pageSize - format.reserve + SQLCipher3PageFormat.ivSize)...])
-            return constantTimeEqual(stored.prefix(SQLCipher3PageFormat.hmacSize), UnsafeRawBufferPointer(digest).prefix(SQLCipher3PageFormat.hmacSize))
+            let stored = UnsafeRawBufferPointer(rebasing: page[(format.pageSize - format.reserve + PageFormat.ivSize)...])
+            return constantTimeEqual(stored.prefix(format.hmacSize), UnsafeRawBufferPointer(digest)[...])
         }
     }
 
@@ -85,7 +88,7 @@ package final class PageCipher {
     }
 
     /// Encrypts the plaintext `page` into `output` (a whole page as stored) for page `number`,
-    /// with `random` (``SQLCipher3PageFormat/reserve`` bytes) as the IV and padding, and writes
+    /// with `random` (``PageFormat/reserve`` bytes) as the IV and padding, and writes
     /// the salt of these keys into page 1.
     package func encrypt(_ page: UnsafeRawBufferPointer, number: UInt32, salt: [UInt8], random: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
         let start = format.encryptedStart(page: number)
@@ -95,15 +98,16 @@ package final class PageCipher {
             for (index, byte) in salt.enumerated() { output[index] = byte }
         }
         guard crypt(encryptor, iv: output.baseAddress! + end, input: page.baseAddress! + start, count: end - start, output: output.baseAddress! + start) else { return false }
-        let digest = UnsafeMutableRawBufferPointer(rebasing: output[(end + SQLCipher3PageFormat.ivSize)...].prefix(SQLCipher3PageFormat.hmacSize))
+        let digest = UnsafeMutableRawBufferPointer(rebasing: output[(end + PageFormat.ivSize)...].prefix(format.hmacSize))
         return hmac(UnsafeRawBufferPointer(output), number: number, into: digest)
     }
 
-    /// HMAC-SHA1 over the page's ciphertext and IV, then its number (4 bytes, little-endian).
+    /// The format's HMAC over the page's ciphertext and IV, then its number (4 bytes, in the
+    /// format's byte order).
     private func hmac(_ page: UnsafeRawBufferPointer, number: UInt32, into digest: UnsafeMutableRawBufferPointer) -> Bool {
         let start = format.encryptedStart(page: number)
-        let covered = format.pageSize - format.reserve + SQLCipher3PageFormat.ivSize - start
-        var pageNumber = number.littleEndian
+        let covered = format.pageSize - format.reserve + PageFormat.ivSize - start
+        var pageNumber = format.hmacPageNumberBigEndian ? number.bigEndian : number.littleEndian
         var length = 0
         // A NULL key re-initializes the context with the key it already holds.
         guard EVP_MAC_init(mac, nil, 0, nil) == 1,
@@ -111,7 +115,7 @@ package final class PageCipher {
               withUnsafeBytes(of: &pageNumber, { EVP_MAC_update(mac, $0.baseAddress!.assumingMemoryBound(to: UInt8.self), 4) }) == 1,
               EVP_MAC_final(mac, digest.baseAddress!.assumingMemoryBound(to: UInt8.self), &length, digest.count) == 1
         else { return false }
-        return length == SQLCipher3PageFormat.hmacSize
+        return length == format.hmacSize
     }
 
     private func crypt(_ context: OpaquePointer, iv: UnsafeRawPointer, input: UnsafeRawPointer, count: Int, output: UnsafeMutableRawPointer) -> Bool {

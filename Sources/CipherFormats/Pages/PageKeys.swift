@@ -8,41 +8,52 @@ package struct PageKeys: Sendable {
     let encryption: SecretBytes
     let authentication: SecretBytes
 
-    /// Derives the keys `material` gives on a file with `salt` and `kdfIterations`, the way
-    /// SQLCipher 3 does; `nil` when the material is a key-plus-salt form for another salt.
+    /// Derives the keys `material` gives on a file in `format` with `salt`, the way SQLCipher
+    /// does; `nil` when the material is a key-plus-salt form for another salt, or the format has
+    /// no HMAC.
     ///
     /// Like SQLCipher, the key's bytes decide: `x'<64 hex>'` is a raw key, `x'<96 hex>'` a raw key
-    /// plus salt, anything else a passphrase (one PBKDF2 run).
-    package static func derive(from material: KeyMaterial, salt: [UInt8], kdfIterations: Int) -> PageKeys? {
-        guard salt.count == SQLCipher3PageFormat.saltSize, kdfIterations > 0 else { return nil }
-        let keySize = SQLCipher3PageFormat.keySize
-        let encryption: SecretBytes? = material.withSQLCipherBytes { form in
-            if let raw = rawKey(in: form, salt: salt) { return raw }
-            if isRawKeyForm(form, hexDigits: 2 * (keySize + salt.count)) { return nil }  // a key for another salt
-            return SecretBytes(count: keySize) { output in
-                _ = PKCS5_PBKDF2_HMAC_SHA1(
-                    form.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(form.count),
-                    salt, Int32(salt.count), Int32(kdfIterations),
-                    Int32(keySize), output.baseAddress?.assumingMemoryBound(to: UInt8.self))
-            }
+    /// plus salt, anything else a passphrase (one run of the format's KDF).
+    package static func derive(from material: KeyMaterial, salt: [UInt8], format: PageFormat) -> PageKeys? {
+        guard format.hmac != nil, let encryption = encryptionKey(from: material, salt: salt, derivation: format.keyDerivation) else { return nil }
+        let hmacSalt = salt.map { $0 ^ format.hmacSaltMask }
+        let authentication = encryption.withUnsafeBytes { key in
+            pbkdf2(key, salt: hmacSalt, derivation: PageFormat.KeyDerivation(algorithm: format.keyDerivation.algorithm, iterations: format.hmacKeyIterations))
         }
-        guard let encryption else { return nil }
-        let hmacSalt = salt.map { $0 ^ SQLCipher3PageFormat.hmacSaltMask }
-        let authentication = SecretBytes(count: keySize) { output in
-            encryption.withUnsafeBytes { key in
-                _ = PKCS5_PBKDF2_HMAC_SHA1(
-                    key.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(key.count),
-                    hmacSalt, Int32(hmacSalt.count), Int32(SQLCipher3PageFormat.hmacKeyIterations),
-                    Int32(keySize), output.baseAddress?.assumingMemoryBound(to: UInt8.self))
-            }
-        }
+        guard let authentication else { return nil }
         return PageKeys(salt: salt, encryption: encryption, authentication: authentication)
+    }
+
+    /// The page encryption key `material` gives on a file with `salt`: the raw key itself, or
+    /// PBKDF2 of the passphrase with `derivation`; `nil` for a key-plus-salt form for another salt.
+    static func encryptionKey(from material: KeyMaterial, salt: [UInt8], derivation: PageFormat.KeyDerivation) -> SecretBytes? {
+        guard salt.count == PageFormat.saltSize, derivation.iterations > 0 else { return nil }
+        return material.withSQLCipherBytes { form in
+            if let raw = rawKey(in: form, salt: salt) { return raw }
+            if isRawKeyForm(form, hexDigits: 2 * (PageFormat.keySize + salt.count)) { return nil }  // a key for another salt
+            return pbkdf2(form, salt: salt, derivation: derivation)
+        }
+    }
+
+    /// OpenSSL's PBKDF2 (the libcrypto SQLCipher links) for a 32-byte key.
+    private static func pbkdf2(_ secret: UnsafeRawBufferPointer, salt: [UInt8], derivation: PageFormat.KeyDerivation) -> SecretBytes? {
+        var succeeded = false
+        let key = SecretBytes(count: PageFormat.keySize) { output in
+            succeeded = PKCS5_PBKDF2_HMAC(
+                secret.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(secret.count),
+                salt, Int32(salt.count), Int32(derivation.iterations), derivation.algorithm.evp,
+                Int32(output.count), output.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+        }
+        return succeeded ? key : nil
     }
 
     /// The `x'<64 hex key><32 hex salt>'` text that keys a connection on a file with these keys
     /// without a key derivation.
-    package var keySpec: KeyMaterial {
-        let form = SecretBytes(count: 3 + 2 * (SQLCipher3PageFormat.keySize + salt.count)) { buffer in
+    package var keySpec: KeyMaterial { Self.keySpec(key: encryption, salt: salt) }
+
+    /// `x'<64 hex key><32 hex salt>'` for `key` and `salt`.
+    static func keySpec(key encryption: SecretBytes, salt: [UInt8]) -> KeyMaterial {
+        let form = SecretBytes(count: 3 + 2 * (PageFormat.keySize + salt.count)) { buffer in
             buffer[0] = UInt8(ascii: "x")
             buffer[1] = UInt8(ascii: "'")
             var index = 2
@@ -59,15 +70,15 @@ package struct PageKeys: Sendable {
 
     /// The raw key in `x'<64 hex>'`, or in `x'<64 hex><32 hex salt>'` when that salt is `salt`.
     private static func rawKey(in form: UnsafeRawBufferPointer, salt: [UInt8]) -> SecretBytes? {
-        let keyDigits = 2 * SQLCipher3PageFormat.keySize
+        let keyDigits = 2 * PageFormat.keySize
         if isRawKeyForm(form, hexDigits: keyDigits) {
-            return SecretBytes(count: SQLCipher3PageFormat.keySize) { _ = Hex.decode(form, from: 2, into: $0) }
+            return SecretBytes(count: PageFormat.keySize) { _ = Hex.decode(form, from: 2, into: $0) }
         }
         if isRawKeyForm(form, hexDigits: keyDigits + 2 * salt.count) {
             var embedded = [UInt8](repeating: 0, count: salt.count)
             _ = embedded.withUnsafeMutableBytes { Hex.decode(form, from: 2 + keyDigits, into: $0) }
             guard embedded == salt else { return nil }
-            return SecretBytes(count: SQLCipher3PageFormat.keySize) { _ = Hex.decode(form, from: 2, into: $0) }
+            return SecretBytes(count: PageFormat.keySize) { _ = Hex.decode(form, from: 2, into: $0) }
         }
         return nil
     }

@@ -54,11 +54,6 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// `SQLCipher 4.6.1 community (SQLite 3.46.1)`.
     public var name: String { "SQLCipher \(version) (SQLite \(sqliteVersion))" }
 
-    /// Whether files this engine writes use SQLCipher 3's page layout (``SQLCipher3PageFormat``),
-    /// so that the library can re-encrypt their pages itself: true from 3.x on, false when the
-    /// version is unknown. Whether a particular file's format fits is the page layer's decision.
-    package var writesVersion3Pages: Bool { major >= 3 }
-
     /// Why the linked engine cannot apply `settings`, or `nil` when it can.
     package func problem(with settings: CipherSettings) -> String? {
         if let problem = settings.problem() { return problem }

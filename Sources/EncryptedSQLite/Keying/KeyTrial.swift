@@ -36,14 +36,14 @@ struct KeyTrial {
         return nil
     }
 
-    /// What to key the connection with: for a key whose format derives with PBKDF2-HMAC-SHA1 (the
-    /// derivation ``DerivedKey`` does), the raw key plus salt derived once per material and file,
-    /// so that the derivation is paid once per process (probe, verification and reader
-    /// connections share it); else the material itself.
+    /// What to key the connection with: for a key that is not legacy, the raw key plus salt
+    /// derived with the file format's KDF once per material and file, so that the derivation is
+    /// paid once per process (probe, verification and reader connections share it); else the
+    /// material itself (also when page 1 holds a plaintext header instead of the salt).
     func keyingMaterial(for key: ResolvedKey, settings: CipherSettings) -> (material: KeyMaterial?, salt: [UInt8]?) {
-        let format = settings.format()
-        guard let material = key.material, !key.legacy, format.kdfAlgorithm == .sha1, let salt = DerivedKey.salt(ofFileAt: path),
-              let derived = material.derived(forSalt: salt, iterations: format.kdfIterations)
+        guard let material = key.material, !key.legacy, let salt = DerivedKey.salt(ofFileAt: path),
+              let format = PageFormat(settings: settings), format.plaintextHeaderSize == 0,
+              let derived = material.derived(forSalt: salt, derivation: format.keyDerivation)
         else { return (key.material, nil) }
         return (derived, salt)
     }

@@ -19,7 +19,7 @@ struct RotationPlan {
     init(from: ResolvedKey, to: ResolvedKey, strategy: RotationStrategy) {
         if from.isPlaintext || !from.writesSameFormat(as: to) {
             rotations = [ExportRotation()]
-        } else if strategy == .automatic, let format = SQLCipher3PageFormat(settings: from.cipher), SQLCipherEngine.linked.writesVersion3Pages {
+        } else if strategy == .automatic, let format = PageFormat(settings: from.cipher), format.supportsPageReencryption {
             rotations = [PageReencryption(format: format), EngineRekey()]
         } else {
             rotations = [EngineRekey()]

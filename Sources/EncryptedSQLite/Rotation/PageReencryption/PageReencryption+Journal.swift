@@ -63,7 +63,7 @@ extension PageReencryption {
     }
 
     /// The journal record that holds page `number` (the lock-byte page has none).
-    static func recordIndex(of number: UInt32, format: SQLCipher3PageFormat) -> Int {
+    static func recordIndex(of number: UInt32, format: PageFormat) -> Int {
         Int(number) - 1 - (number > format.lockBytePage ? 1 : 0)
     }
 }

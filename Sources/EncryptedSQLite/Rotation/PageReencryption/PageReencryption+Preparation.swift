@@ -7,7 +7,7 @@ import SQLCipherConnection
 extension PageReencryption {
     /// What the rewrite needs, gathered under the EXCLUSIVE lock.
     struct Prepared: Sendable {
-        let format: SQLCipher3PageFormat
+        let format: PageFormat
         let database: any RandomAccessFile
         let pageCount: UInt32
         let bytes: Int64
@@ -25,8 +25,7 @@ extension PageReencryption {
     /// Takes the EXCLUSIVE lock and gathers what the rewrite needs; nothing is written.
     /// - Throws: ``NotApplicable`` when the engine's rekey should do the job instead, or
     ///   ``EncryptedDatabaseError``.
-    func prepare(_ connection: Connection, in context: RotationContext, fromMaterial: KeyMaterial, oldIterations: Int,
-                 toMaterial: KeyMaterial, newIterations: Int) throws -> Prepared {
+    func prepare(_ connection: Connection, in context: RotationContext, fromMaterial: KeyMaterial, toMaterial: KeyMaterial) throws -> Prepared {
         try context.step("locking the database for rotation") { try connection.execute("BEGIN EXCLUSIVE") }
         // Reading inside the transaction makes SQLite take the lock now (and roll back any hot
         // journal another process left), and proves the key once more.
@@ -45,10 +44,10 @@ extension PageReencryption {
         let firstPage = PageBuffer(count: format.pageSize)
         let read = try context.step("reading page 1") { () throws(FileSystemError) -> Int in try database.read(into: firstPage.bytes, at: 0) }
         guard read == format.pageSize else { throw NotApplicable(reason: "page 1 could not be read whole") }
-        let salt = Array(firstPage.bytes.prefix(SQLCipher3PageFormat.saltSize))
+        let salt = Array(firstPage.bytes.prefix(PageFormat.saltSize))
         // The connection was keyed with the material's derived key for this salt; reuse it.
-        let oldSpec = fromMaterial.derived(forSalt: salt, iterations: oldIterations) ?? fromMaterial
-        guard let oldKeys = PageKeys.derive(from: oldSpec, salt: salt, kdfIterations: oldIterations),
+        let oldSpec = fromMaterial.derived(forSalt: salt, derivation: format.keyDerivation) ?? fromMaterial
+        guard let oldKeys = PageKeys.derive(from: oldSpec, salt: salt, format: format),
               let cipher = PageCipher(keys: oldKeys, format: format),
               cipher.authenticates(UnsafeRawBufferPointer(firstPage.bytes), number: 1), !PageCipher.isAllZeros(UnsafeRawBufferPointer(firstPage.bytes))
         else {
@@ -57,11 +56,11 @@ extension PageReencryption {
         // The salt stays (as with the engine's rekey): SQLCipher reads a file's salt when a key is
         // set, *before* SQLite rolls back a hot journal, so after a crash a page 1 with a new salt
         // would make the first open of any other SQLCipher fail.
-        guard let newKeys = PageKeys.derive(from: toMaterial, salt: salt, kdfIterations: newIterations) else {
+        guard let newKeys = PageKeys.derive(from: toMaterial, salt: salt, format: format) else {
             throw NotApplicable(reason: "the new key could not be derived")
         }
         // Connections opened on the rotated file key with this, without another derivation.
-        toMaterial.remember(newKeys, iterations: newIterations)
+        toMaterial.remember(newKeys, derivation: format.keyDerivation)
         return Prepared(format: format, database: database, pageCount: pageCount, bytes: bytes, oldKeys: oldKeys, newKeys: newKeys,
                         journal: RollbackJournal(pageSize: format.pageSize, databasePages: pageCount),
                         mode: FileSystem.permissions(of: context.path) ?? 0o600)

@@ -13,43 +13,24 @@ extension PageReencryption {
     /// With `walMode`, the new page 1 also says WAL mode (``walFileFormat(inPage1:)``), so that
     /// the commit puts the file back in the WAL mode the rotation took it out of: no SQLite
     /// transaction runs after the commit to do it.
-    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, ``PageFailure`` for a page that does
-    ///   not authenticate or OpenSSL failing.
+    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, `PageReencoder.Failure` for a page
+    ///   that does not authenticate or OpenSSL failing.
     func rewritePages(_ prepared: Prepared, walMode: Bool, in context: RotationContext) throws {
         let format = prepared.format
         let database = prepared.database
         let (oldKeys, newKeys) = (prepared.oldKeys, prepared.newKeys)
         do {
-            try chunks(prepared).forEach(workers: context.workers, makeState: { () throws -> RewriteState in
-                guard let old = PageCipher(keys: oldKeys, format: format), let new = PageCipher(keys: newKeys, format: format) else {
-                    throw PageFailure(detail: "OpenSSL could not set up the page cipher")
-                }
+            try chunks(prepared).forEach(workers: context.workers, makeState: { () throws -> (PageReencoder, PageBuffer) in
                 let pages = chunkPages(format)
-                return RewriteState(old: old, new: new, stored: PageBuffer(count: pages * format.pageSize), plain: PageBuffer(count: format.pageSize),
-                                    random: PageBuffer(count: pages * format.reserve))
+                return (try PageReencoder(from: oldKeys, to: newKeys, format: format, maximumPages: pages), PageBuffer(count: pages * format.pageSize))
             }, work: { state, first, count in
                 let size = format.pageSize
-                let stored = state.stored.prefix(count * size)
+                let stored = state.1.prefix(count * size)
                 let offset = Int64(first - 1) * Int64(size)
                 guard try database.read(into: stored, at: offset) == stored.count else {
                     throw FileSystemError.failed(operation: "read \(context.path): the file is shorter than its page count", errno: EIO)
                 }
-                guard RAND_bytes(state.random.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(count * format.reserve)) == 1 else {
-                    throw PageFailure(detail: "OpenSSL's random generator failed")
-                }
-                for index in 0..<count {
-                    let number = first + UInt32(index)
-                    let page = UnsafeMutableRawBufferPointer(rebasing: stored[(index * size)..<((index + 1) * size)])
-                    if number == format.lockBytePage || PageCipher.isAllZeros(UnsafeRawBufferPointer(page)) { continue }
-                    guard state.old.decrypt(UnsafeRawBufferPointer(page), number: number, into: state.plain.bytes) else {
-                        throw PageFailure(detail: "page \(number) does not authenticate with the old key: the file is damaged")
-                    }
-                    if number == 1 && walMode { Self.walFileFormat(inPage1: state.plain.bytes) }
-                    let random = UnsafeRawBufferPointer(rebasing: state.random.bytes[(index * format.reserve)..<((index + 1) * format.reserve)])
-                    guard state.new.encrypt(UnsafeRawBufferPointer(state.plain.bytes), number: number, salt: newKeys.salt, random: random, into: page) else {
-                        throw PageFailure(detail: "OpenSSL failed to encrypt page \(number)")
-                    }
-                }
+                try state.0.reencrypt(stored, first: first, editPage1: { if walMode { Self.walFileFormat(inPage1: $0) } })
                 try database.write(UnsafeRawBufferPointer(stored), at: offset)
             })
             try database.synchronize()
@@ -70,15 +51,6 @@ extension PageReencryption {
     static func walFileFormat(inPage1 plaintext: UnsafeMutableRawBufferPointer) {
         plaintext[18] = 2
         plaintext[19] = 2
-    }
-
-    /// One worker's ciphers and buffers for ``rewritePages(_:walMode:in:)``.
-    private struct RewriteState {
-        let old: PageCipher
-        let new: PageCipher
-        let stored: PageBuffer
-        let plain: PageBuffer
-        let random: PageBuffer
     }
 
     /// Reads every page back from the file and checks its HMAC with the new key.
@@ -104,7 +76,7 @@ struct PageFailure: Error {
 /// Reads every page of a file and checks its HMAC with one set of keys, on several threads.
 struct PageAuthentication {
     let file: any RandomAccessFile
-    let format: SQLCipher3PageFormat
+    let format: PageFormat
     let keys: PageKeys
     let pageCount: UInt32
     let chunkPages: Int

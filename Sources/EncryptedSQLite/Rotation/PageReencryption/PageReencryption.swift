@@ -5,10 +5,11 @@ import SQLCipherConnection
 
 /// Rotates a database to a new key by re-encrypting its pages in place, in parallel, under the
 /// database's EXCLUSIVE lock and a rollback journal in SQLite's own format (``RollbackJournal``),
-/// with OpenSSL's primitives in the file's page format (`SQLCipher3PageFormat`).
+/// with OpenSSL's primitives in the file's page format (`PageFormat`: the old and the new key
+/// share it, since a change of format goes through the export path).
 ///
 /// The phases, each in its own file: A, take the file and gather what the rewrite needs
-/// (``prepare(_:in:fromMaterial:oldIterations:toMaterial:newIterations:)``); B, write the journal
+/// (``prepare(_:in:fromMaterial:toMaterial:)``); B, write the journal
 /// and make it durable before the database is touched; C, rewrite every page and authenticate it
 /// back from disk; D, commit by renaming the journal aside; E, let the engine open the file with
 /// the new key, or put the journal back. Why this keeps every file intact through a crash is
@@ -19,7 +20,7 @@ import SQLCipherConnection
 /// the ``RotationPlan`` then runs the engine's rekey.
 struct PageReencryption: Rotation {
     /// The file's page format (chosen by the ``RotationPlan``).
-    let format: SQLCipher3PageFormat
+    let format: PageFormat
     /// The bytes each worker reads, transforms and writes at once (rounded to whole pages).
     var chunkBytes = 256 * 1024
 
@@ -27,9 +28,7 @@ struct PageReencryption: Rotation {
 
     func rotate(_ connection: Connection, in context: RotationContext) throws(EncryptedDatabaseError) -> RotationResult {
         let start = Stopwatch()
-        guard let fromMaterial = context.from.material, let toMaterial = context.to.material,
-              let oldIterations = context.from.cipher.effective.kdfIterations, let newIterations = context.to.cipher.effective.kdfIterations
-        else {
+        guard let fromMaterial = context.from.material, let toMaterial = context.to.material else {
             return .declined(connection, reason: "a plaintext file is encrypted through the export path")
         }
         try context.requireWritable(connection)
@@ -51,8 +50,7 @@ struct PageReencryption: Rotation {
         }
         let prepared: Prepared
         do {
-            prepared = try prepare(connection, in: context, fromMaterial: fromMaterial, oldIterations: oldIterations,
-                                   toMaterial: toMaterial, newIterations: newIterations)
+            prepared = try prepare(connection, in: context, fromMaterial: fromMaterial, toMaterial: toMaterial)
         } catch let stop as NotApplicable {
             release()
             return .declined(connection, reason: stop.reason)
@@ -206,7 +204,7 @@ struct PageReencryption: Rotation {
     // MARK: Chunks
 
     /// The pages one worker handles at once.
-    func chunkPages(_ format: SQLCipher3PageFormat) -> Int { max(1, chunkBytes / format.pageSize) }
+    func chunkPages(_ format: PageFormat) -> Int { max(1, chunkBytes / format.pageSize) }
 
     func chunks(_ prepared: Prepared) -> PageChunks {
         PageChunks(pageCount: prepared.pageCount, chunkPages: chunkPages(prepared.format))
