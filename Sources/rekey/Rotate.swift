@@ -30,7 +30,7 @@ struct Rotate: ParsableCommand {
     @Flag(help: "Print one JSON document instead of lines of text.")
     var json = false
 
-    @Option(help: "How to verify a rotation: schema, pages (every page authenticated with the new key before the rotation commits), quickCheck or integrityCheck.")
+    @Option(help: "How to verify a rotation: schema, pages (every page read back and compared with what was written for the new key, before the rotation commits), quickCheck or integrityCheck.")
     var verify: RotationVerification = OpenOptions().verification
 
     @Option(help: "How a key change rewrites the file: automatic (the library re-encrypts the pages in parallel under a rollback journal when it can) or engineRekey (always SQLCipher's own rekey, one page at a time).")

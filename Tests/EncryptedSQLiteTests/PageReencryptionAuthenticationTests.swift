@@ -19,7 +19,7 @@ enum BadPage: String, CaseIterable, Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("Page re-encryption: every page is authenticated with the new key before the commit")
+@Suite("Page re-encryption: every page is read back and compared before the commit")
 struct PageReencryptionAuthenticationTests {
     @Test("a page after page 1 written wrong (one byte) is caught before the commit: the rotation is refused, the file is byte-identical, and the sqlcipher shell opens it with the old key and not the new",
           arguments: BadPage.allCases)
@@ -44,7 +44,7 @@ struct PageReencryptionAuthenticationTests {
             _ = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
         } throws: { error in
             guard case .rotationNotApplied(path, "k1", "k2", let detail) = error as? EncryptedDatabaseError else { return false }
-            return detail.contains("page \(page) of") && detail.contains("does not authenticate with the new key") && detail.contains("rolled back")
+            return detail.contains("page \(page) of") && detail.contains("does not read back as it was written for the new key") && detail.contains("rolled back")
         }
         #expect(corrupted.count == 1, "the rotation should have written page \(page) once, through the seam")
         // The very same bytes, and no journal, undo file or temporary beside it.

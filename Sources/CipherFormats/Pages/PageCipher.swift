@@ -7,7 +7,7 @@ import Foundation
 /// Holds OpenSSL contexts with the key schedules, so it belongs to one thread at a time; the
 /// contexts are freed (and cleansed by OpenSSL) when it is released.
 package final class PageCipher {
-    let format: PageFormat
+    package let format: PageFormat
     private let decryptor: OpaquePointer
     private let encryptor: OpaquePointer
     private let mac: OpaquePointer
@@ -138,10 +138,9 @@ package final class PageCipher {
         return page[offset...].allSatisfy { $0 == 0 }
     }
 
+    /// OpenSSL's constant-time comparison of two byte ranges of the same length.
     private func constantTimeEqual(_ a: UnsafeRawBufferPointer.SubSequence, _ b: UnsafeRawBufferPointer.SubSequence) -> Bool {
         guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for (x, y) in zip(a, b) { difference |= x ^ y }
-        return difference == 0
+        return CRYPTO_memcmp(a.base.baseAddress! + a.startIndex, b.base.baseAddress! + b.startIndex, a.count) == 0
     }
 }

@@ -67,7 +67,7 @@ struct EngineRekey: Rotation {
             }
             throw .verificationFailed(path: path, keyID: to.id, detail: "neither the new nor the old key opens the file after the rotation")
         }
-        guard let check = context.engineCheck(pagesAuthenticated: false) else { return connection }
+        guard let check = context.engineCheck(pagesReadBack: false) else { return connection }
         let problems: String?
         do {
             problems = try context.problems(running: check, on: connection)

@@ -129,12 +129,12 @@ struct RotationContext {
 
     /// The engine check the configured verification asks for on a fresh connection: none for
     /// ``RotationVerification/schema`` (opening proved the key), none for
-    /// ``RotationVerification/pages`` when the rotation authenticated every page itself,
+    /// ``RotationVerification/pages`` when the rotation read every page back itself,
     /// `quick_check` or `integrity_check` otherwise.
-    func engineCheck(pagesAuthenticated: Bool) -> String? {
+    func engineCheck(pagesReadBack: Bool) -> String? {
         switch verification {
         case .schema: return nil
-        case .pages: return pagesAuthenticated ? nil : "PRAGMA quick_check"
+        case .pages: return pagesReadBack ? nil : "PRAGMA quick_check"
         case .quickCheck: return "PRAGMA quick_check"
         case .integrityCheck: return "PRAGMA integrity_check"
         }

@@ -13,9 +13,10 @@ public enum RotationStrategy: String, Sendable, Codable, CaseIterable {
 public enum RotationVerification: String, Sendable, Codable, CaseIterable {
     /// The schema can be read on a fresh connection with the new key (proves the key; cheap).
     case schema
-    /// As `schema`, and every page of the file is read back from disk and authenticated with the
-    /// new key's HMAC, as SQLCipher checks it on every read: proves that every page was rewritten
-    /// for the new key and reached the file intact, at a fraction of `quickCheck`'s cost. Done
+    /// As `schema`, and every page of the file is read back from disk right after it is written
+    /// and compared byte for byte with the page as encrypted and signed with the new key: proves
+    /// that every page was rewritten for the new key and reached the file intact, at a fraction
+    /// of `quickCheck`'s cost. Done
     /// before the rotation commits, so a failure rolls it back. The default. For rotations the
     /// library does not rewrite itself (the engine's rekey, the export path), `quickCheck` runs
     /// instead.

@@ -65,7 +65,7 @@ struct ExportRotation: Rotation {
         context.files.written(temporary)
 
         let verifyTime = Stopwatch()
-        try exporter.verify(temporary, key: context.to, against: original, check: context.engineCheck(pagesAuthenticated: false))
+        try exporter.verify(temporary, key: context.to, against: original, check: context.engineCheck(pagesReadBack: false))
         let verifyDuration = verifyTime.elapsed
 
         // No side file of the copy may follow it to the original's name.

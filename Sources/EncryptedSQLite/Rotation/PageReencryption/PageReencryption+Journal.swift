@@ -12,9 +12,9 @@ extension PageReencryption {
     /// protocol can: a journal whose first block was lost is ignored by SQLite and stays forever).
     func writeJournal(at journalPath: String, prepared: Prepared, in context: RotationContext) throws(EncryptedDatabaseError) -> any RandomAccessFile {
         let temporary = RotationTemporaries.newPath(for: context.path, suffix: RotationTemporaries.journalSuffix)
-        let journal = try context.step("creating the journal \(temporary)") { () throws(FileSystemError) -> any RandomAccessFile in
+        let journal = WriteBehindFile(try context.step("creating the journal \(temporary)") { () throws(FileSystemError) -> any RandomAccessFile in
             try context.files.createFile(temporary, prepared.mode, context.path)
-        }
+        }, interval: writeBehindBytes)
         let layout = prepared.journal
         let records = Int(prepared.pageCount) - (prepared.pageCount >= prepared.format.lockBytePage ? 1 : 0)
         var linked = false

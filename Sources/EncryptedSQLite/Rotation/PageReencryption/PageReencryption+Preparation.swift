@@ -33,7 +33,8 @@ extension PageReencryption {
         if FileManager.default.fileExists(atPath: context.path + "-journal") {
             throw NotApplicable(reason: "a journal file is present beside the database")
         }
-        let database = context.files.observe(try context.step("opening the database file") { try connection.mainDatabaseFile() })
+        let database = WriteBehindFile(context.files.observe(try context.step("opening the database file") { try connection.mainDatabaseFile() }),
+                                       interval: writeBehindBytes)
         let bytes = try context.step("reading the database size") { () throws(FileSystemError) -> Int64 in try database.size() }
         guard bytes >= Int64(format.pageSize), bytes % Int64(format.pageSize) == 0, bytes / Int64(format.pageSize) < Int64(UInt32.max) else {
             throw NotApplicable(reason: "the file size is not a whole number of \(format.pageSize)-byte pages")

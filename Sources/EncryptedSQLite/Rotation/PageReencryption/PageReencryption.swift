@@ -10,7 +10,7 @@ import SQLCipherConnection
 ///
 /// The phases, each in its own file: A, take the file and gather what the rewrite needs
 /// (``prepare(_:in:fromMaterial:toMaterial:)``); B, write the journal
-/// and make it durable before the database is touched; C, rewrite every page and authenticate it
+/// and make it durable before the database is touched; C, rewrite every page and compare it
 /// back from disk; D, commit by renaming the journal aside; E, let the engine open the file with
 /// the new key, or put the journal back. Why this keeps every file intact through a crash is
 /// explained once, in the Key Rotation article.
@@ -23,6 +23,9 @@ struct PageReencryption: Rotation {
     let format: PageFormat
     /// The bytes each worker reads, transforms and writes at once (rounded to whole pages).
     var chunkBytes = 256 * 1024
+    /// The bytes written to the journal or the database between two background syncs
+    /// (``WriteBehindFile``), so that the disk writes while the pages are being encrypted.
+    var writeBehindBytes = 32 * 1024 * 1024
 
     var method: RotationMethod { .pageReencryption }
 
@@ -76,21 +79,17 @@ struct PageReencryption: Rotation {
         }
         defer { journal.close() }
 
-        // Phase C: rewrite every page for the new key, then read each one back and authenticate
-        // it. From here until the commit, a failure leaves a hot journal that SQLite rolls back.
-        var authenticateDuration = Duration.zero
+        // Phase C: rewrite every page for the new key, reading each chunk back and comparing it
+        // right after it is written. From here until the commit, a failure leaves a hot journal
+        // that SQLite rolls back.
+        let readBackDuration: Duration
         do {
-            try rewritePages(prepared, walMode: leftWAL, in: context)
-            if context.verification != .schema {
-                let authenticateTime = Stopwatch()
-                try authenticatePages(prepared, in: context)
-                authenticateDuration = authenticateTime.elapsed
-            }
+            readBackDuration = try rewritePages(prepared, walMode: leftWAL, readBack: context.verification != .schema, in: context)
         } catch {
             connection.close()  // releases the lock with the journal hot
             throw rolledBack(because: (error as? PageFailure)?.detail ?? "\(error)", leftWAL: leftWAL, in: context)
         }
-        let rewriteDuration = rewriteTime.elapsed - authenticateDuration
+        let rewriteDuration = rewriteTime.elapsed - readBackDuration
 
         // Phase D: commit — the journal leaves its name (kept aside until the engine has read the
         // file with the new key).
@@ -131,7 +130,7 @@ struct PageReencryption: Rotation {
         if leftWAL { context.restoreWAL(verified) }
 
         let report = context.report(method: method, journalMode: journalMode, bytes: prepared.bytes, rewrite: rewriteDuration,
-                                    verify: authenticateDuration + engineCheckTime.elapsed, since: start)
+                                    verify: readBackDuration + engineCheckTime.elapsed, since: start)
         context.logger.notice("rotated database key by page re-encryption", metadata: [
             "path": "\(context.path)", "from": "\(context.from.id)", "to": "\(context.to.id)",
             "rewrite_ms": "\(Int(report.rekeyDuration.milliseconds))", "verify_ms": "\(Int(report.verifyDuration.milliseconds))",
@@ -185,10 +184,10 @@ struct PageReencryption: Rotation {
             opened = try context.openFresh(with: context.to)
         } catch {
             // Busy or I/O: the rotation has committed, only its check could not run.
-            throw .checkFailed(.verificationFailed(path: path, keyID: keyID, detail: "the rotation committed (every page authenticated with the new key) but the engine could not open the file to check it: \(error.description)"))
+            throw .checkFailed(.verificationFailed(path: path, keyID: keyID, detail: "the rotation committed (every page read back as written for the new key) but the engine could not open the file to check it: \(error.description)"))
         }
         guard let connection = opened else { throw .notOpened("SQLCipher does not open the rewritten file with the new key") }
-        guard let check = context.engineCheck(pagesAuthenticated: true) else { return connection }
+        guard let check = context.engineCheck(pagesReadBack: true) else { return connection }
         let problems: String?
         do {
             problems = try context.problems(running: check, on: connection)
@@ -196,7 +195,7 @@ struct PageReencryption: Rotation {
             throw .checkFailed(.verificationFailed(path: path, keyID: keyID, detail: "\(check) failed: \(error)"))
         }
         if let problems {
-            throw .checkFailed(.verificationFailed(path: path, keyID: keyID, detail: "\(problems) (the file is on the new key; its pages all authenticate, so the damage predates the rotation)"))
+            throw .checkFailed(.verificationFailed(path: path, keyID: keyID, detail: "\(problems) (the file is on the new key; every page read back as written, so the damage predates the rotation)"))
         }
         return connection
     }
