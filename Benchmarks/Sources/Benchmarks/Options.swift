@@ -14,6 +14,8 @@ struct Options {
     var rotationMB = 256
     /// Repetitions per rotation method (each in its own child process).
     var rotationRuns = 3
+    /// Page size of the rotation database (workload 6).
+    var rotationPageSize = 1024
     /// Writer and reader tasks (workload 7).
     var writers = 8
     var readers = 8
@@ -40,6 +42,7 @@ struct Options {
           --lookups N           primary-key lookups (default 50000)
           --rotation-mb N       size of the rotation database in MB, 0 skips workload 6 (default 256)
           --rotation-runs N     child-process runs per rotation method (default 3)
+          --rotation-page-size N  page size of the rotation database (default 1024)
           --writers N           writer tasks in workload 7 (default 8)
           --readers N           reader tasks in workload 7 (default 8)
           --ops-per-task N      operations per task in workload 7 (default 200)
@@ -72,6 +75,7 @@ struct Options {
             case "--lookups": options.lookups = try number(argument)
             case "--rotation-mb": options.rotationMB = try number(argument, minimum: 0)
             case "--rotation-runs": options.rotationRuns = try number(argument)
+            case "--rotation-page-size": options.rotationPageSize = try number(argument, minimum: 1024)
             case "--writers": options.writers = try number(argument, minimum: 0)
             case "--readers": options.readers = try number(argument, minimum: 0)
             case "--ops-per-task": options.opsPerTask = try number(argument)

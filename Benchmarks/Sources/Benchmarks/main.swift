@@ -60,7 +60,7 @@ do {
         try OpenWorkloads(folder: folder, runs: options.openRuns, poolReaders: options.poolReaders).run(options: options, report: report)
     }
     if options.runs(.rotation), options.rotationMB > 0 {
-        try RotationWorkload(folder: folder, megabytes: options.rotationMB, runs: options.rotationRuns).run(options: options, report: report)
+        try RotationWorkload(folder: folder, megabytes: options.rotationMB, runs: options.rotationRuns, pageSize: options.rotationPageSize).run(options: options, report: report)
     }
     if options.runs(.concurrency) {
         try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
