@@ -75,7 +75,7 @@ struct PageFormatTests {
         #expect(PageFormat(settings: CipherSettings(generation: .sqlcipher2, hmacPageNumber: .bigEndian)) == bigEndian)
         #expect(PageFormat(settings: CipherSettings(useHMAC: false))?.supportsPageReencryption == false)
         #expect(PageFormat(settings: CipherSettings(pageSize: 1000)) == nil)
-        #expect(PageFormat(settings: .engineDefault, engine: SQLCipherEngine(version: "unknown", major: 0)) == nil)
+        #expect(PageFormat(settings: .engineDefault, engine: SQLCipherEngine(version: "unknown", major: 0, sqliteVersion: "unknown")) == nil)
     }
 
     @Test("SQLCipher 4 files: the page layer re-encrypts a file the 4.x shell wrote with its own defaults (or HMAC-SHA256), which the shell then opens with the new key and default settings only",
