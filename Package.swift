@@ -57,7 +57,7 @@ let package = Package(
         // Key configuration: key lists, key sources, the Keys file.
         .target(
             name: "KeyConfiguration",
-            dependencies: ["CipherFormats", .product(name: "Yams", package: "Yams")]
+            dependencies: ["CipherFormats", "DurableFiles", .product(name: "Yams", package: "Yams")]
         ),
         // Opening, rotation, the reader pool, fleets, inspection and the EncryptedDatabase facade.
         // Re-exports the layers below, so `import EncryptedSQLite` is the one import an app needs.

@@ -18,6 +18,12 @@ package enum PublishFailure: Error, CustomStringConvertible {
         }
     }
 
+    /// `true` for ``folderNotSynced(_:)``: the file is in place all the same.
+    package var isFolderNotSynced: Bool {
+        if case .folderNotSynced = self { return true }
+        return false
+    }
+
     /// The underlying system error, when there is one.
     package var fileSystemError: FileSystemError? {
         switch self {

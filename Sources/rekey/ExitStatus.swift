@@ -41,6 +41,15 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         }
     }
 
+    init(_ error: KeyMakingError) {
+        switch error {
+        case .keysFile(let error): self.init(error)
+        case .keyFileExists: self = .cannotCreate
+        case .notEdited, .keyFileNameNeeded, .unsupportedFormat: self = .invalidKeys
+        case .keyFileNotWritten, .keysFileNotWritten, .keysFileChanged: self = .ioError
+        }
+    }
+
     init(_ error: EncryptedDatabaseError) {
         if case .targetExists = error {
             self = .cannotCreate

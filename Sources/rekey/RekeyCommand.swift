@@ -16,7 +16,7 @@ struct RekeyCommand: ParsableCommand {
             Exit codes: \(ExitStatus.documentation)
             """,
         version: EncryptedSQLitePackage.version,
-        subcommands: [Rotate.self, Status.self, Dump.self, Decrypt.self],
+        subcommands: [Rotate.self, Status.self, Dump.self, Decrypt.self, Backup.self, Keys.self],
         defaultSubcommand: Rotate.self
     )
 

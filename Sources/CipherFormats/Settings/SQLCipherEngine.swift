@@ -54,6 +54,11 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// `SQLCipher 4.6.1 community (SQLite 3.46.1)`.
     public var name: String { "SQLCipher \(version) (SQLite \(sqliteVersion))" }
 
+    /// Whether SQLite's online backup API copies between two keyed connections: on 3.x; SQLCipher
+    /// 4.1 and later refuse it for encrypted databases, so backups there go through
+    /// `sqlcipher_export` into an attached keyed file.
+    package var backsUpEncryptedDatabases: Bool { major == 3 }
+
     /// Why the linked engine cannot apply `settings`, or `nil` when it can.
     package func problem(with settings: CipherSettings) -> String? {
         if let problem = settings.problem() { return problem }

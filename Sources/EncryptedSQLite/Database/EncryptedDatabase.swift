@@ -397,6 +397,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
         ])
     }
 
+    /// The key the writer is on now and the busy timeout (for backups and health reports).
+    var keyAndTimeout: (key: ResolvedKey, busyTimeout: Duration) {
+        writerLock.withLock { (writerKey, options.busyTimeout) }
+    }
+
     /// The reader pool's current key (for tests).
     var readerPoolKey: KeyMaterial? { readers?.readerKey }
 

@@ -9,6 +9,8 @@ import Foundation
 /// - `.<name>.<8 hex>.rekey-create`: a new database being made, until it is linked into place.
 /// - `.<name>.<8 hex>.rekey-journal`: a page re-encryption's journal while it is written, until it
 ///   is linked to `<name>-journal` (the database is untouched until then).
+/// - `.<name>.<8 hex>.rekey-backup`: an encrypted backup being written, until it is linked to its
+///   name (removed by the next backup to that name when its writer died).
 ///
 /// Each is created by a process that holds an exclusive `flock` on it while it lives. A process
 /// killed at the wrong instant leaves one behind; the next open removes it — only when no live
@@ -18,7 +20,8 @@ enum RotationTemporaries {
     static let undoSuffix = ".rekey-undo"
     static let createSuffix = ".rekey-create"
     static let journalSuffix = ".rekey-journal"
-    static let suffixes = [exportSuffix, undoSuffix, createSuffix, journalSuffix]
+    static let backupSuffix = ".rekey-backup"
+    static let suffixes = [exportSuffix, undoSuffix, createSuffix, journalSuffix, backupSuffix]
 
     /// A new name in the folder of `path`: `.<name>.<8 random hex digits><suffix>`.
     static func newPath(for path: String, suffix: String) -> String {

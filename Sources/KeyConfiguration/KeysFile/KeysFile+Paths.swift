@@ -32,6 +32,12 @@ extension KeysFile {
         return paths.sorted()
     }
 
+    /// The regular files matching the absolute glob `pattern` now, sorted; hidden files
+    /// (temporaries) and SQLite side files are left out, as for an entry's pattern.
+    package static func expandPattern(_ pattern: String) -> [String] {
+        expand(pattern)
+    }
+
     /// `path` made absolute against `base` when relative, and standardized (`.` and `..` removed).
     static func absolute(_ path: String, base: String) -> String {
         let url = path.hasPrefix("/") ? URL(fileURLWithPath: path) : URL(fileURLWithPath: base).appendingPathComponent(path)

@@ -61,26 +61,47 @@ struct DatabaseExport {
         do {
             let exporter = try Connection(path: path, access: .readWrite, key: from.material, cipher: from.cipher, busyTimeout: busyTimeout)
             defer { exporter.close() }
-            try exporter.attach(path: temporary, as: Self.schema, key: to.material, settings: to.cipher)
-            if to.material == nil {
-                try exporter.execute("PRAGMA \(Self.schema).page_size = \(original.pageSize)")
-            }
-            try exporter.execute("PRAGMA \(Self.schema).auto_vacuum = \(original.autoVacuum)")
-            try exporter.execute("BEGIN")
-            _ = try exporter.queryValue("SELECT sqlcipher_export('\(Self.schema)')", as: String.self)
-            try exporter.execute("PRAGMA \(Self.schema).user_version = \(original.userVersion)")
-            try exporter.execute("PRAGMA \(Self.schema).application_id = \(original.applicationID)")
-            try exporter.execute("COMMIT")
-            try exporter.detach(Self.schema)
-            if walMode {
-                // Put the new file in WAL mode on its own connection; closing it removes its WAL.
-                let walSetter = try Connection(path: temporary, access: .readWrite, key: to.material, cipher: to.cipher, busyTimeout: busyTimeout)
-                _ = try walSetter.queryValue("PRAGMA journal_mode = WAL", as: String.self)
-                walSetter.close()
-            }
+            _ = try copy(on: exporter, to: to, into: temporary, original: original, walMode: walMode)
         } catch {
             throw EncryptedDatabaseError.from(error, path: path, operation: "exporting into \(temporary)")
         }
+    }
+
+    /// Exports the database `exporter` has open into the new file `temporary` keyed with `to`, in
+    /// one transaction; returns the facts of the copied snapshot: `original`, or when it is `nil`
+    /// the facts read inside that transaction (so that they describe exactly what was copied while
+    /// other connections go on writing).
+    func copy(on exporter: Connection, to: ResolvedKey, into temporary: String, original: SourceFacts?, walMode: Bool) throws -> SourceFacts {
+        try exporter.attach(path: temporary, as: Self.schema, key: to.material, settings: to.cipher)
+        func prepareCopy(_ facts: SourceFacts) throws {
+            if to.material == nil {
+                try exporter.execute("PRAGMA \(Self.schema).page_size = \(facts.pageSize)")
+            }
+            try exporter.execute("PRAGMA \(Self.schema).auto_vacuum = \(facts.autoVacuum)")
+        }
+        if let original { try prepareCopy(original) }
+        try exporter.execute("BEGIN")
+        let facts: SourceFacts
+        do {
+            // Without recorded facts, read them in the transaction that copies: the same snapshot.
+            facts = try original ?? SourceFacts(exporter, journalMode: exporter.journalMode())
+            if original == nil { try prepareCopy(facts) }
+            _ = try exporter.queryValue("SELECT sqlcipher_export('\(Self.schema)')", as: String.self)
+            try exporter.execute("PRAGMA \(Self.schema).user_version = \(facts.userVersion)")
+            try exporter.execute("PRAGMA \(Self.schema).application_id = \(facts.applicationID)")
+            try exporter.execute("COMMIT")
+        } catch {
+            try? exporter.execute("ROLLBACK")
+            throw error
+        }
+        try exporter.detach(Self.schema)
+        if walMode {
+            // Put the new file in WAL mode on its own connection; closing it removes its WAL.
+            let walSetter = try Connection(path: temporary, access: .readWrite, key: to.material, cipher: to.cipher, busyTimeout: busyTimeout)
+            _ = try walSetter.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+            walSetter.close()
+        }
+        return facts
     }
 
     /// Opens the temporary on a fresh connection with the new key and compares it with the original.

@@ -1,0 +1,108 @@
+import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+@Suite("rekey: the key lifecycle (keys new, backup, rotate, retire-check)")
+struct KeyLifecycleCLITests {
+    static let keysText = """
+        # The fleet's keys. Comments and layout survive `rekey keys new`.
+        databases:
+          - path: "data/*.sqlite"       # the app's databases
+            keys:
+              - id: k1
+                file: k1.key
+                format: hex
+          - path: "backups/*.sqlite"    # their backups share the key list
+            keys:
+              - id: k1
+                file: k1.key
+                format: hex
+
+        """
+
+    @Test("new key → rotate the databases → retire-check fails while a backup is old → rotate all → retire-check passes → drop the old key")
+    func lifecycle() throws {
+        let directory = TemporaryDirectory("lifecycle")
+        let k1 = TestKeys.hex()
+        _ = TestKeys.writeKeyFile(k1 + "\n", in: directory, name: "k1.key")
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(Self.keysText.utf8))
+        for folder in ["data", "backups"] { try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true) }
+        for name in ["a", "b", "c"] {
+            try Fixture.createWithShell(at: directory.file("data/\(name).sqlite"), key: .hex(k1), rows: 50, walMode: name == "c")
+        }
+        var transcript: [String] = []
+        func rekey(_ arguments: [String], expect status: Int32) throws -> ProcessResult {
+            let result = try RekeyCLI.run(arguments, in: directory)
+            transcript.append("$ rekey " + arguments.map { $0.contains("*") ? "'\($0)'" : $0 }.joined(separator: " ") + "   # exit \(result.status)")
+            transcript.append(contentsOf: (result.stdout + result.stderr).split(separator: "\n").map { "  " + $0 })
+            #expect(result.status == status, "rekey \(arguments): \(result.stderr)")
+            #expect(!(result.stdout + result.stderr).lowercased().contains(k1), "the old key was printed")
+            return result
+        }
+        defer { print("lifecycle transcript:\n" + transcript.joined(separator: "\n")) }
+
+        _ = try rekey(["backup", "--db", "data/a.sqlite", "--to", "backups/a-before.sqlite"], expect: 0)
+        let made = try rekey(["keys", "new", "--for", "data/*.sqlite", "--for", "backups/*.sqlite", "--id", "k2", "--format", "hex", "--json"], expect: 0)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(made.stdout.utf8)) as? [String: Any])
+        #expect(document["keyID"] as? String == "k2")
+        #expect(FileSystemMode.of(directory.file("k2.key")) == 0o600)
+        let k2 = try String(contentsOfFile: directory.file("k2.key"), encoding: .utf8).trimmingCharacters(in: .newlines)
+        #expect(k2.count == 64 && !made.stdout.contains(k2) && !made.stderr.contains(k2), "the new key is never printed")
+        let keysAfter = try String(contentsOfFile: directory.file("Keys"), encoding: .utf8)
+        #expect(keysAfter.hasPrefix("# The fleet's keys. Comments and layout survive `rekey keys new`.\n"))
+        #expect(!keysAfter.contains(k2), "the Keys file names the key file, never the key")
+
+        _ = try rekey(["--db", "data/a.sqlite", "--db", "data/b.sqlite", "--db", "data/c.sqlite"], expect: 0)
+        let blocked = try rekey(["keys", "retire-check", "--key", "k1", "--all", "--backups", "backups/*.sqlite"], expect: 3)
+        #expect(blocked.stdout.contains("backups/a-before.sqlite: STILL ON \"k1\""))
+        #expect(blocked.stdout.contains("1 of 4 file(s)"))
+
+        _ = try rekey(["--all"], expect: 0)
+        let passed = try rekey(["keys", "retire-check", "--key", "k1", "--all", "--backups", "backups/*.sqlite", "--json"], expect: 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(passed.stdout.utf8)) as? [String: Any])
+        #expect((report["findings"] as? [[String: Any]])?.count == 4)
+
+        // Drop the old key: its entries go from the Keys file, its key file is destroyed.
+        let dropped = keysAfter.replacingOccurrences(of: "      - id: k1\n        file: k1.key\n        format: hex\n", with: "")
+        #expect(dropped != keysAfter)
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(dropped.utf8))
+        try FileManager.default.removeItem(atPath: directory.file("k1.key"))
+        transcript.append("$ (remove the k1 entries from Keys; shred k1.key)")
+        let status = try rekey(["status", "--all", "--json"], expect: 0)
+        let states = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["databases"] as? [[String: Any]])
+        #expect(states.count == 4 && states.allSatisfy { $0["openedWithKeyID"] as? String == "k2" })
+        #expect(try !SQLCipherShell.opens(directory.file("backups/a-before.sqlite"), with: .hex(k1)))
+        #expect(try SQLCipherShell.opens(directory.file("backups/a-before.sqlite"), with: .hex(k2)))
+    }
+
+    @Test("backup refusals: an existing target, a target the Keys file does not cover; keys new refuses a taken id; nothing changes")
+    func refusals() throws {
+        let directory = TemporaryDirectory("lifecycle-bad")
+        let k1 = TestKeys.hex()
+        _ = TestKeys.writeKeyFile(k1 + "\n", in: directory, name: "k1.key")
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(Self.keysText.utf8))
+        for folder in ["data", "backups"] { try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true) }
+        try Fixture.createWithShell(at: directory.file("data/a.sqlite"), key: .hex(k1), rows: 10)
+        _ = FileManager.default.createFile(atPath: directory.file("backups/taken.sqlite"), contents: Data("keep".utf8))
+
+        let exists = try RekeyCLI.run(["backup", "--db", "data/a.sqlite", "--to", "backups/taken.sqlite"], in: directory)
+        #expect(exists.status == 73, "\(exists.stderr)")
+        #expect(FileManager.default.contents(atPath: directory.file("backups/taken.sqlite")) == Data("keep".utf8))
+        let uncovered = try RekeyCLI.run(["backup", "--db", "data/a.sqlite", "--to", "elsewhere.sqlite"], in: directory)
+        #expect(uncovered.status == 78, "\(uncovered.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("elsewhere.sqlite")))
+        let taken = try RekeyCLI.run(["keys", "new", "--for", "data/*.sqlite", "--id", "k1"], in: directory)
+        #expect(taken.status == 78, "\(taken.stderr)")
+        #expect(try String(contentsOfFile: directory.file("Keys"), encoding: .utf8) == Self.keysText)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("k1.key.new")))
+    }
+}
+
+enum FileSystemMode {
+    static func of(_ path: String) -> mode_t? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+}
