@@ -4,6 +4,7 @@ import EncryptedSQLite
 enum ExitStatus: Int32, CaseIterable, Comparable {
     case success = 0
     case needsRotation = 3
+    case keyTooOld = 4
     case usage = 64
     case noKeyOpens = 65
     case missingDatabase = 66
@@ -18,7 +19,8 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     var meaning: String {
         switch self {
         case .success: return "success (rotated, or already on the current key)"
-        case .needsRotation: return "--check: a file is on an older key and needs rotation"
+        case .needsRotation: return "--check: a file is on an older key and needs rotation (keys retire-check: a file still needs the key)"
+        case .keyTooOld: return "--check and status: a current key is older than its max_key_age_days (make a new key)"
         case .usage: return "usage error"
         case .noKeyOpens: return "no configured key opens the file (or it is empty, plaintext or not a database)"
         case .missingDatabase: return "database file missing"
@@ -86,10 +88,11 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     }
 
     /// The worst status of several files: any failure wins over "needs rotation", which wins
-    /// over success; among failures, the first one in this order.
+    /// over "key too old", which wins over success; among failures, the first one in this order.
     static func overall(_ statuses: [ExitStatus]) -> ExitStatus {
-        if let failure = statuses.first(where: { $0 != .success && $0 != .needsRotation }) { return failure }
-        return statuses.contains(.needsRotation) ? .needsRotation : .success
+        if let failure = statuses.first(where: { $0 != .success && $0 != .needsRotation && $0 != .keyTooOld }) { return failure }
+        if statuses.contains(.needsRotation) { return .needsRotation }
+        return statuses.contains(.keyTooOld) ? .keyTooOld : .success
     }
 
     static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.rawValue < rhs.rawValue }

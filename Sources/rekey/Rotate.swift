@@ -24,7 +24,7 @@ struct Rotate: ParsableCommand {
     @Option(help: ArgumentHelp("How many databases to work on at once.", valueName: "n"))
     var jobs: Int = 2
 
-    @Flag(help: "Only report which key opens each file; open read-only and write nothing. Exits \(ExitStatus.needsRotation.code) when a file needs rotation.")
+    @Flag(help: "Only report which key opens each file; open read-only and write nothing. Exits \(ExitStatus.needsRotation.code) when a file needs rotation, else \(ExitStatus.keyTooOld.code) when a current key is older than its max_key_age_days.")
     var check = false
 
     @Flag(help: "Print one JSON document instead of lines of text.")
@@ -67,7 +67,13 @@ struct Rotate: ParsableCommand {
         } else if outcomes.count > 1 {
             printer.printSummary(report)
         }
-        let status = ExitStatus.overall(outcomes.map(\.status))
+        var statuses = outcomes.map(\.status)
+        if check {
+            let old = databases.compactMap { KeyAge($0) }.filter(\.tooOld)
+            for age in old { printError(StatusPrinter.keyAgeWarning(age)) }
+            if !old.isEmpty { statuses.append(.keyTooOld) }
+        }
+        let status = ExitStatus.overall(statuses)
         if status != .success { throw ExitCode(status.code) }
     }
 }

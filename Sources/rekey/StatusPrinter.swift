@@ -16,12 +16,44 @@ struct StatusPrinter: Sendable {
         }
     }
 
+    /// Prints the key ages that break their policy (stderr) and the health lines (nothing with `--json`).
+    func printAges(_ ages: [KeyAge], healths: [Result<DatabaseHealth, EncryptedDatabaseError>]) {
+        guard !json else { return }
+        for age in ages where age.tooOld { printError(Self.keyAgeWarning(age)) }
+        for health in healths {
+            switch health {
+            case .success(let health): FileHandle.standardOutput.write(Data((Self.line(health) + "\n").utf8))
+            case .failure(let error): printError(error.description)
+            }
+        }
+    }
+
+    /// `app.sqlite: current key "k1" created 2024-01-10 is 410 days old, over its maximum of 365 days; …`
+    static func keyAgeWarning(_ age: KeyAge) -> String {
+        "\(age.path): current key \"\(age.keyID)\" created \(age.created ?? "?") is \(age.ageDays ?? 0) days old, over its maximum of \(age.maximumDays ?? 0) days; make a new key (rekey keys new) and rotate"
+    }
+
+    /// `app.sqlite: health: key "k2" (current), sqlcipher3 …, journal wal, 40960 bytes + wal 4120, pages ok (page HMACs)`
+    static func line(_ health: DatabaseHealth) -> String {
+        var parts = ["key \"\(health.keyID)\"" + (health.needsRotation ? " (needs rotation to \"\(health.currentKeyID)\")" : " (current)"), health.format,
+                     "journal \(health.journalMode)", "\(health.bytes) bytes" + (health.walBytes > 0 ? " + wal \(health.walBytes)" : "")]
+        parts.append("pages \(health.integrity.rawValue)" + (health.integrityDetail.map { ": \($0)" } ?? "") + " (\(health.integrityMethod))")
+        if let age = health.currentKeyAgeDays { parts.append("key age \(age) days" + (health.maximumKeyAgeDays.map { " (max \($0))" } ?? "")) }
+        return "\(health.path): health: " + parts.joined(separator: ", ")
+    }
+
     /// Prints the whole report as one JSON document (only with `--json`).
-    func printJSON(_ report: FleetInspectionReport) {
+    func printJSON(_ report: FleetInspectionReport, ages: [KeyAge], healths: [Result<DatabaseHealth, EncryptedDatabaseError>]) {
         guard json else { return }
+        let healthErrors = healths.compactMap { result -> Document.ErrorInfo? in
+            guard case .failure(let error) = result else { return nil }
+            return Document.ErrorInfo(path: "", kind: error.category.rawValue, message: error.description)
+        }
         let document = Document(
             databases: report.states,
-            errors: report.failures.map { Document.ErrorInfo(path: $0.path, kind: $0.failure.kind, message: $0.failure.description) })
+            keyAges: ages,
+            health: healths.compactMap { try? $0.get() },
+            errors: report.failures.map { Document.ErrorInfo(path: $0.path, kind: $0.failure.kind, message: $0.failure.description) } + healthErrors)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         if let data = try? encoder.encode(document) {
@@ -58,6 +90,8 @@ struct StatusPrinter: Sendable {
         }
 
         let databases: [DatabaseState]
+        let keyAges: [KeyAge]
+        let health: [DatabaseHealth]
         let errors: [ErrorInfo]
     }
 }

@@ -84,6 +84,17 @@ public struct FleetInspection: Sendable {
         return FleetInspectionReport(outcomes: run.outcomes, duration: run.duration, jobs: run.workers)
     }
 
+    /// The health of each database whose key list could be built (see ``DatabaseHealth``), in
+    /// order, with its `max_key_age_days`; read-only, one after the other.
+    public static func health(of databases: [FleetDatabase], busyTimeout: Duration = .seconds(5), now: Date = Date()) -> [Result<DatabaseHealth, EncryptedDatabaseError>] {
+        databases.compactMap { database in
+            guard case .success(let keys) = database.keys else { return nil }
+            return Result { () throws(EncryptedDatabaseError) in
+                try DatabaseHealth.check(path: database.path, keys: keys, maximumKeyAgeDays: database.maximumKeyAgeDays, now: now, busyTimeout: busyTimeout)
+            }
+        }
+    }
+
     private func inspect(_ database: FleetDatabase) -> FleetInspectionOutcome {
         let stopwatch = Stopwatch()
         let result: Result<DatabaseState, FleetFailure>

@@ -9,11 +9,14 @@ public struct FleetDatabase: Sendable {
     public let path: String
     /// Its key list, or the configuration error.
     public let keys: Result<KeyList, KeyConfigurationError>
+    /// The maximum age of its current key in days (the Keys file's `max_key_age_days`), or `nil`.
+    public var maximumKeyAgeDays: Int?
 
-    /// A database and its key list.
-    public init(path: String, keys: KeyList) {
+    /// A database and its key list, and optionally the maximum age of its current key.
+    public init(path: String, keys: KeyList, maximumKeyAgeDays: Int? = nil) {
         self.path = path
         self.keys = .success(keys)
+        self.maximumKeyAgeDays = maximumKeyAgeDays
     }
 
     /// A database whose key list could not be built.
@@ -31,7 +34,8 @@ public struct FleetDatabase: Sendable {
     /// `path` with its key list from `keysFile`.
     public static func named(_ path: String, in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) -> FleetDatabase {
         do {
-            return FleetDatabase(path: path, keys: try keysFile.keyList(forDatabase: path, environment: environment))
+            return FleetDatabase(path: path, keys: try keysFile.keyList(forDatabase: path, environment: environment),
+                                 maximumKeyAgeDays: keysFile.entry(forDatabase: path)?.maximumKeyAgeDays)
         } catch {
             return FleetDatabase(path: path, keyError: error)
         }

@@ -32,6 +32,9 @@ public struct KeysFile: Sendable {
         public let path: String
         /// The keys, oldest first.
         public let keys: [DatabaseKey]
+        /// `max_key_age_days`: how many days the current key may be used before a new one is due
+        /// (`rekey --check` and `rekey status` report an older one), or `nil` for no policy.
+        public let maximumKeyAgeDays: Int?
 
         /// `true` when ``path`` is a glob pattern (`*`, `?` or `[…]`) naming many databases that
         /// share one key list, such as `tenants/*.sqlite`.
@@ -92,7 +95,10 @@ public struct KeysFile: Sendable {
             for key in database.keys {
                 keys.append(try Self.databaseKey(from: key, at: index, database: database.path, keysFile: path, baseDirectory: baseDirectory))
             }
-            entries.append(Entry(configuredPath: database.path, path: absolute, keys: keys))
+            if let days = database.maxKeyAgeDays, days < 1 {
+                throw .keysFileInvalid(path: path, location: "databases[\(index)].max_key_age_days", problem: "the maximum key age must be a whole number of days, at least 1")
+            }
+            entries.append(Entry(configuredPath: database.path, path: absolute, keys: keys, maximumKeyAgeDays: database.maxKeyAgeDays))
         }
         self.entries = entries
     }

@@ -36,18 +36,21 @@ struct KeysFileDocument: Decodable {
     }
 }
 
-/// One database entry: its `path` and its `keys`, oldest first.
+/// One database entry: its `path`, its `keys`, oldest first, and optionally the maximum age of
+/// its current key in days.
 struct DatabaseDocument: Decodable {
     let path: String
     let keys: [KeyDocument]
+    let maxKeyAgeDays: Int?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case path, keys }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case path, keys, maxKeyAgeDays = "max_key_age_days" }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
         let container = try decoder.container(keyedBy: CodingKeys.self)
         path = try container.decode(String.self, forKey: .path)
         keys = try container.decode([KeyDocument].self, forKey: .keys)
+        maxKeyAgeDays = try container.decodeIfPresent(Int.self, forKey: .maxKeyAgeDays)
     }
 }
 

@@ -1,0 +1,135 @@
+import CipherFormats
+import DurableFiles
+import Foundation
+import KeyConfiguration
+import SQLCipherConnection
+
+/// What a health endpoint reports about one encrypted database: which key and format it is on,
+/// whether it needs rotation, the age of its current key against its policy, its journal mode and
+/// size, and a cheap integrity check of its pages. Holds no key material.
+///
+/// ```swift
+/// let health = try DatabaseHealth.check(path: "app.sqlite", keys: keys, maximumKeyAgeDays: 365)
+/// if health.needsRotation || health.keyTooOld || health.integrity != .ok { alert(health) }
+/// ```
+public struct DatabaseHealth: Sendable, Equatable, Codable {
+    /// The result of the page check.
+    public enum Integrity: String, Sendable, Codable {
+        /// Every page's HMAC checks out.
+        case ok
+        /// A page does not authenticate: see ``DatabaseHealth/integrityDetail``.
+        case failed
+        /// Not checked: the file has no page HMACs (plaintext, or `use_hmac` off).
+        case notChecked
+    }
+
+    /// The database path.
+    public let path: String
+    /// The id of the key that opens the file.
+    public let keyID: String
+    /// The id of the current key.
+    public let currentKeyID: String
+    /// `true` when the file is not on the current key.
+    public let needsRotation: Bool
+    /// The file's format: `plaintext`, `legacy`, or `sqlcipher3` with its page size, KDF
+    /// iterations and HMAC, such as `sqlcipher3 page_size 1024 kdf_iter 64000 hmac on`.
+    public let format: String
+    /// The journal mode (`delete`, `wal`, …).
+    public let journalMode: String
+    /// The database file's size in bytes.
+    public let bytes: Int64
+    /// The `-wal` file's size in bytes (0 when there is none).
+    public let walBytes: Int64
+    /// The page check's result.
+    public let integrity: Integrity
+    /// The first problem the page check found, or `nil`.
+    public let integrityDetail: String?
+    /// How the pages were checked: `page HMACs` (the library's page layer, 3.x format) or
+    /// `cipher_integrity_check` (SQLCipher 4).
+    public let integrityMethod: String
+    /// The current key's `created:` day, when the key list has it.
+    public let currentKeyCreated: String?
+    /// Whole days since the current key was created, when known.
+    public let currentKeyAgeDays: Int?
+    /// The policy's maximum age in days, when one applies.
+    public let maximumKeyAgeDays: Int?
+
+    /// `true` when the current key is older than the policy allows: time to make a new key.
+    public var keyTooOld: Bool {
+        guard let age = currentKeyAgeDays, let maximum = maximumKeyAgeDays else { return false }
+        return age > maximum
+    }
+
+    /// Checks one database, read-only (opened as ``DatabaseInspection`` does, never rotated).
+    /// - Parameters:
+    ///   - maximumKeyAgeDays: The policy for the current key's age (the Keys file's
+    ///     `max_key_age_days`), or `nil` for none.
+    ///   - now: The time key ages are measured at.
+    /// - Throws: ``EncryptedDatabaseError`` as for opening (missing, no key opens it, busy, …).
+    public static func check(path: String, keys: KeyList, maximumKeyAgeDays: Int? = nil, now: Date = Date(), busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> DatabaseHealth {
+        let outcome = try KeyProbe(keys: keys, trial: KeyTrial.forInspection(path: path, busyTimeout: busyTimeout)).run()
+        defer { outcome.connection.close() }
+        let key = outcome.key
+        let settings = key.cipher.effective
+        let format: String
+        if key.isPlaintext {
+            format = "plaintext"
+        } else if key.legacy {
+            format = "legacy"
+        } else {
+            format = "sqlcipher3 page_size \(settings.pageSize ?? 0) kdf_iter \(settings.kdfIterations ?? 0) hmac \(settings.useHMAC == false ? "off" : "on")"
+        }
+        let journalMode: String
+        let pages: (Integrity, String?, String)
+        do {
+            journalMode = try outcome.connection.journalMode()
+            pages = try checkPages(outcome.connection, key: key)
+        } catch let error as EncryptedDatabaseError {
+            throw error
+        } catch {
+            throw .ioFailure(path: path, operation: "checking the database's health", detail: "\(error)")
+        }
+        let age = KeyAge(path: path, keys: keys, maximumDays: maximumKeyAgeDays, now: now)
+        return DatabaseHealth(
+            path: path, keyID: key.id, currentKeyID: keys.currentID, needsRotation: key.id != keys.currentID, format: format,
+            journalMode: journalMode, bytes: FileSystem.size(of: path) ?? 0, walBytes: FileSystem.size(of: path + "-wal") ?? 0,
+            integrity: pages.0, integrityDetail: pages.1, integrityMethod: pages.2,
+            currentKeyCreated: age.created, currentKeyAgeDays: age.ageDays, maximumKeyAgeDays: maximumKeyAgeDays)
+    }
+
+    /// Checks every page's HMAC: with `PRAGMA cipher_integrity_check` on SQLCipher 4, else with
+    /// the library's page layer over the database file (pages still in a `-wal` file are checked
+    /// by SQLite when read).
+    private static func checkPages(_ connection: Connection, key: ResolvedKey) throws -> (Integrity, String?, String) {
+        guard let material = key.material, !key.legacy, key.cipher.effective.useHMAC != false else {
+            return (.notChecked, nil, "none")
+        }
+        if SQLCipherEngine.linked.major >= 4 {
+            let problems = try connection.query("PRAGMA cipher_integrity_check").compactMap { try $0.get(0, as: String?.self) }
+            return (problems.isEmpty ? .ok : .failed, problems.first, "cipher_integrity_check")
+        }
+        let settings = key.cipher.effective
+        guard let format = SQLCipher3PageFormat(settings: key.cipher), let iterations = settings.kdfIterations else {
+            return (.notChecked, nil, "none")
+        }
+        return try connection.transaction(.deferred) { connection in
+            try connection.verifyReadable()  // a read lock: no checkpoint rewrites the file meanwhile
+            let file = try connection.mainDatabaseFile()
+            let bytes = try file.size()
+            let pageCount = UInt32(bytes / Int64(format.pageSize))
+            let first = PageBuffer(count: format.pageSize)
+            guard try file.read(into: first.bytes, at: 0) == format.pageSize else { return (.failed, "page 1 could not be read whole", "page HMACs") }
+            let salt = Array(first.bytes.prefix(SQLCipher3PageFormat.saltSize))
+            let spec = material.derived(forSalt: salt, iterations: iterations) ?? material
+            guard let keys = PageKeys.derive(from: spec, salt: salt, kdfIterations: iterations) else {
+                return (.notChecked, nil, "none")
+            }
+            do {
+                try PageAuthentication(file: file, format: format, keys: keys, pageCount: pageCount, chunkPages: 64, workers: 1).run()
+                return (.ok, nil, "page HMACs")
+            } catch let failure as PageFailure {
+                return (.failed, failure.detail.replacingOccurrences(of: "with the new key", with: "with its key"), "page HMACs")
+            }
+        }
+    }
+}
