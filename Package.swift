@@ -13,6 +13,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
         // Tests only: generators and seeded random numbers for the fuzz tests.
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
@@ -50,6 +52,10 @@ let package = Package(
                 // PBKDF2-HMAC-SHA512 and HMAC-SHA512, to recognise a file SQLCipher 4 wrote.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                // The Telemetry seam: counters, timers and spans; nothing is emitted until the app
+                // bootstraps a backend.
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // Migrations, layered over the connection API alone.
@@ -91,6 +97,8 @@ let package = Package(
                 "DurableFiles", "CSQLCipher", "TestSupport", "notes-service-example",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         .testTarget(

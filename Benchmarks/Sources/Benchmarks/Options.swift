@@ -102,7 +102,7 @@ struct Options {
 
 /// The workloads of issue 6, by the name `--only` takes.
 enum Workload: String, CaseIterable {
-    case insert, fetch, lookup, open, pool, rotation, concurrency
+    case insert, fetch, lookup, open, pool, rotation, concurrency, telemetry
 }
 
 struct UsageError: Error, CustomStringConvertible {

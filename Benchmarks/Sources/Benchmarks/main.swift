@@ -66,6 +66,9 @@ do {
         try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
                                 runs: options.concurrencyRuns, poolReaders: options.poolReaders).run(report: report)
     }
+    if options.runs(.telemetry) {
+        try TelemetryWorkload(folder: folder, runs: options.openRuns).run(report: report)
+    }
     report.printTable(title: "Summary (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, possibly shared; ratios are same-run)")
     try report.writeJSON(to: options.jsonPath, settings: [
         "engine": "SQLCipher \(engine), SQLite \(sqlite)",

@@ -31,6 +31,7 @@ package struct PageKeys: Sendable {
         return material.withSQLCipherBytes { form in
             if let raw = rawKey(in: form, salt: salt) { return raw }
             if isRawKeyForm(form, hexDigits: 2 * (PageFormat.keySize + salt.count)) { return nil }  // a key for another salt
+            Telemetry.kdfRun()
             return pbkdf2(form, salt: salt, derivation: derivation)
         }
     }

@@ -62,6 +62,14 @@ struct DatabaseBackup {
     }
 
     func run(to target: String) throws(EncryptedDatabaseError) -> BackupReport {
+        let report = try Telemetry.span("backup", ["db.path": path, "backup.path": target, "key": targetKey.id, "method": method.rawValue], failure: { $0.count("backup") }) { () throws(EncryptedDatabaseError) in
+            try copyVerifyPublish(to: target)
+        }
+        Telemetry.backedUp(method: report.method.rawValue, keyID: report.keyID, bytes: report.bytes, duration: report.duration)
+        return report
+    }
+
+    private func copyVerifyPublish(to target: String) throws(EncryptedDatabaseError) -> BackupReport {
         let stopwatch = Stopwatch()
         guard case .missing = DatabaseFileKind.inspect(path: target) else { throw .targetExists(path: target) }
         RotationTemporaries.removeStale(of: target)

@@ -118,7 +118,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     }
 
     private init(path: String, source: KeyListSource, options: OpenOptions, migrator: DatabaseMigrator?) throws(EncryptedDatabaseError) {
-        let (opened, keys) = try ConcurrentOpen(path: path, source: source, options: options).open()
+        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try ConcurrentOpen(path: path, source: source, options: options).open() }
         let setup = ConnectionSetup(options: options)
         do {
             try setup.runOnWriter(opened.connection, path: path)
@@ -128,7 +128,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
         }
         if let migrator {
             do {
-                appliedMigrations = try migrator.migrate(opened.connection)
+                let stopwatch = Stopwatch()
+                appliedMigrations = try Telemetry.span("migrate", ["db.path": path]) { () throws(MigrationError) in try migrator.migrate(opened.connection) }
+                Telemetry.migrated(count: appliedMigrations.count, duration: stopwatch.elapsed)
             } catch {
                 throw .migrationFailed(path: path, error)
             }

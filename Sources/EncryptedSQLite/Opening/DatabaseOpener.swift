@@ -50,6 +50,7 @@ struct DatabaseOpener {
         let report = OpenReport(
             path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts,
             created: created, rotation: rotation, totalDuration: stopwatch.elapsed, openedInCurrentFormat: inCurrentFormat)
+        Telemetry.opened(outcome: rotation != nil ? "rotated" : report.isOnCurrentKey ? "current" : "needs_rotation", keysTried: outcome.attempts.count, duration: report.totalDuration)
         return Opened(connection: connection, report: report, key: key)
     }
 
@@ -70,7 +71,11 @@ struct DatabaseOpener {
         let context = RotationContext(
             path: path, from: from, to: keys.current, busyTimeout: options.busyTimeout, verification: options.verification,
             logger: options.logger, files: options.files, workers: options.rotationThreads)
-        return try RotationPlan(from: from, to: keys.current, strategy: options.rotationStrategy).run(connection, in: context)
+        let rotated = try Telemetry.span("rotate", ["db.path": path, "from_key": from.id, "to_key": keys.currentID, "strategy": "\(options.rotationStrategy)"], failure: { $0.count("rotate") }) { () throws(EncryptedDatabaseError) in
+            try RotationPlan(from: from, to: keys.current, strategy: options.rotationStrategy).run(connection, in: context)
+        }
+        Telemetry.rotated(method: rotated.1.method.rawValue, fromKey: from.id, toKey: keys.currentID, bytes: rotated.1.bytes, duration: rotated.1.totalDuration)
+        return rotated
     }
 
     /// Which key opens the file, without writing anything or leaving side files behind.
