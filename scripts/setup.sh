@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
-# Installs what EncryptedSQLite needs on Debian when it is missing:
-#   libsqlcipher-dev  the engine (SQLCipher 3.4.1) and its headers
+# Installs what EncryptedSQLite, its tests and its demo need on Debian 12 (bookworm, SQLCipher 3.4.1)
+# and Debian 13 (trixie, SQLCipher 4.6.1) when it is missing:
+#   libsqlcipher-dev  the engine and its headers
 #   libssl-dev        OpenSSL's libcrypto headers (PBKDF2, to key reader connections without a KDF each)
 #   pkg-config        how SwiftPM finds them
 #   sqlcipher         the independent SQLCipher shell the tests and the demo check files with
 #   sqlite3           the plain SQLite shell the tests make unencrypted files with
 #   util-linux        setpriv, for the tests that run rekey as an unprivileged user
-#   sqlcipher3-binary (PyPI, in .build/sqlcipher4-venv) an independent SQLCipher 4 for the interop tests
-# The Swift 6 toolchain itself must already be installed (swift.org).
+#   python3-venv      for sqlcipher3-binary (below)
+#   the libraries the Swift toolchain runs and links with (their names differ between Debian 12 and 13)
+#   sqlcipher3-binary (PyPI, in .build/sqlcipher4-venv) an independent SQLCipher 4.12 for the interop tests
+# The Swift 6 toolchain itself must already be installed (swift.org) and on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libsqlcipher-dev libssl-dev pkg-config sqlcipher sqlite3 util-linux)
+command -v swift >/dev/null || {
+  echo "setup: the Swift 6 toolchain is not on PATH; install it from swift.org (Linux, Swift 6.0 or later)" >&2
+  exit 1
+}
+
+release=$(. /etc/os-release 2>/dev/null && echo "${VERSION_ID:-}")
+case "$release" in
+  12) toolchain=(libcurl4 libgcc-12-dev libstdc++-12-dev) ;;
+  *)  toolchain=(libcurl4t64 libgcc-14-dev libstdc++-14-dev) ;;   # Debian 13 (64-bit time_t names) and later
+esac
+toolchain+=(binutils git ca-certificates libc6-dev libedit2 libffi8 libncurses6 libsqlite3-0 libuuid1 libxml2 libzstd1 tzdata zlib1g)
+packages=(libsqlcipher-dev libssl-dev pkg-config sqlcipher sqlite3 util-linux python3 python3-venv "${toolchain[@]}")
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -25,22 +39,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     sudo="sudo"
   fi
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $sudo update-ca-certificates >/dev/null 2>&1 || true
 fi
+swift --version >/dev/null 2>&1 || { echo "setup: 'swift --version' fails on this machine: $(swift --version 2>&1 | tail -n 1)" >&2; exit 1; }
 
-# An independent SQLCipher 4 (PyPI's sqlcipher3-binary, SQLCipher 4.12) for the interop tests, in a
-# virtual environment under .build/. Not fatal: the tests install it themselves or skip saying why.
+# An independent SQLCipher 4 (PyPI, scripts/sqlcipher4-requirements.txt: SQLCipher 4.12) for the interop
+# tests, in a virtual environment under .build/, from the index this machine's pip configuration names.
+# Not fatal here: without it the interop tests fail and say why (Tests/README.md: SQLCIPHER4_INTEROP_OPTIONAL).
 venv=.build/sqlcipher4-venv
-if ! "$venv/bin/python" -c "import sqlcipher3" 2>/dev/null; then
-  if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
-    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null 2>&1 || true
-  fi
-  { mkdir -p .build && python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --disable-pip-version-check sqlcipher3-binary; } \
-    || echo "setup: could not install sqlcipher3-binary; the SQLCipher 4 interop tests will be skipped" >&2
-fi
-
-if ! command -v swift >/dev/null; then
-  echo "setup: the Swift 6 toolchain is not on PATH; install it from swift.org (Linux, Swift 6.0 or later)" >&2
-  exit 1
-fi
+{ [ -x "$venv/bin/pip" ] || { mkdir -p .build && python3 -m venv "$venv"; }; } \
+  && "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/sqlcipher4-requirements.txt \
+  || echo "setup: could not install sqlcipher3-binary from PyPI; the SQLCipher 4 interop tests will fail" >&2
