@@ -1,14 +1,32 @@
 #!/usr/bin/env bash
-# Builds and tests EncryptedSQLite against a SQLCipher 4 engine: Debian trixie's libsqlcipher-dev
-# (4.6.x) and its sqlcipher shell, in a debootstrap root beside the repository, with this
-# machine's Swift toolchain and Swift package mirror bind-mounted. Needs root (debootstrap,
-# chroot, mount) and Debian's package servers. Takes 10-15 minutes the first time;
-# later runs reuse the root and the build folder inside it.
-#   scripts/sqlcipher4-check.sh                  every test
+# Runs the README's test command (scripts/test.sh) on a fresh Debian 13 (trixie, SQLCipher 4.6.1): in
+# the root scripts/sqlcipher4-root.sh makes, where scripts/test.sh sees an engine of its own and runs
+# the suite once on it. scripts/test.sh runs this after the suite on a Debian 12 machine.
+#   scripts/sqlcipher4-check.sh                  every test and the demo (ThreadSanitizer only with TSAN=1)
 #   scripts/sqlcipher4-check.sh --filter Rotation
-# Set SQLCIPHER4_ROOT to choose where the trixie root goes (default: ../sqlcipher4-root).
+#   scripts/sqlcipher4-check.sh --prepare        only make the root and install its packages
+# Needs root (sudo scripts/sqlcipher4-check.sh otherwise). ENCRYPTEDSQLITE_EXCHANGE_IN (a folder
+# another engine's run wrote, see Tests/README.md) is copied in; the files this run writes for the
+# other engine come back to .build/engine-exchange/from-sqlcipher4.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/sqlcipher4-root.sh
-echo "== this repository's HEAD, built and tested against that engine"
-sqlcipher4_run "swift build --build-tests && swift test $*"
+[ "${1:-}" = "--prepare" ] && exit 0
+
+rm -rf "$clone/.build/engine-exchange"
+exchange=""
+if [ -n "${ENCRYPTEDSQLITE_EXCHANGE_IN:-}" ]; then
+  mkdir -p "$clone/.build/engine-exchange"
+  # Missing when the other run wrote nothing: CrossEngineTests then fails and says so.
+  [ -d "$ENCRYPTEDSQLITE_EXCHANGE_IN" ] && cp -a "$ENCRYPTEDSQLITE_EXCHANGE_IN" "$clone/.build/engine-exchange/in"
+  exchange="ENCRYPTEDSQLITE_EXCHANGE_IN=/root/encryptedsqlite/.build/engine-exchange/in"
+fi
+arguments=""
+[ $# -gt 0 ] && arguments=$(printf '%q ' "$@")
+status=0
+sqlcipher4_run "env $exchange TSAN=${TSAN:-0} scripts/test.sh $arguments" || status=$?
+if [ -d "$clone/.build/engine-exchange/out" ]; then
+  rm -rf "$repo/.build/engine-exchange/from-sqlcipher4" && mkdir -p "$repo/.build/engine-exchange"
+  cp -a "$clone/.build/engine-exchange/out" "$repo/.build/engine-exchange/from-sqlcipher4"
+fi
+exit $status

@@ -1,38 +1,55 @@
-# Sourced by scripts/sqlcipher4-check.sh and scripts/sqlcipher4-bench.sh: makes (once) and enters
-# a Debian trixie root with SQLCipher 4 (libsqlcipher-dev 4.6.x and its sqlcipher shell), this
-# machine's Swift toolchain and Swift package mirror bind-mounted (unmounted when the sourcing
-# script exits), and a clone of this repository's HEAD in it at /root/encryptedsqlite whose
-# .build stays between runs. Needs root (debootstrap, chroot, mount) and Debian's package servers.
-# Set SQLCIPHER4_ROOT to choose where the root goes (default: ../sqlcipher4-root).
-# After sourcing: $root is the root; run commands in it with sqlcipher4_run 'COMMANDS'.
+# Sourced by scripts/sqlcipher4-check.sh and scripts/sqlcipher4-bench.sh: makes (once) and enters a
+# fresh Debian 13 (trixie, SQLCipher 4.6.1) root, with this machine's Swift toolchain and Swift
+# package mirror bind-mounted read-only and a clone of this repository's HEAD in it at
+# /root/encryptedsqlite, whose .build stays between runs. scripts/setup.sh installs the packages there
+# as on any Debian 13 machine. Needs root (debootstrap, chroot, mount; with sudo otherwise).
+# The root goes to $SQLCIPHER4_ROOT, by default .build-sqlcipher4/root in this repository (about
+# 0.7 GB, ignored by git). Its Debian mirror is the one this machine's apt configuration names; pip
+# inside it uses this machine's pip configuration and certificates. The sourcing script runs again in
+# a private mount namespace: the mounts vanish when it ends, however it ends.
+# After sourcing: $root is the root, $clone the clone in it (seen from here); run commands in the
+# clone with sqlcipher4_run 'COMMANDS'.
 repo=$(pwd)
-root=${SQLCIPHER4_ROOT:-$(dirname "$repo")/sqlcipher4-root}
+root=${SQLCIPHER4_ROOT:-$repo/.build-sqlcipher4/root}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "$(basename "$0"): SQLCipher 4 runs in a Debian 13 root, which needs root to make (debootstrap) and use" >&2
+  echo "(chroot, mount). Run it as root or with sudo: sudo scripts/$(basename "$0") $*" >&2
+  exit 1
+fi
+if [ -z "${SQLCIPHER4_NAMESPACE:-}" ]; then
+  command -v unshare >/dev/null || { echo "$(basename "$0"): needs unshare (util-linux)" >&2; exit 1; }
+  SQLCIPHER4_NAMESPACE=1 exec unshare --mount --propagation private "$repo/scripts/$(basename "$0")" "$@"
+fi
 swift_root=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")   # …/usr/bin/swift → toolchain root
 
-[ "$(id -u)" -eq 0 ] || { echo "sqlcipher4-root: needs root (debootstrap, chroot, mount)" >&2; exit 1; }
-command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
-
 if [ ! -x "$root/usr/bin/apt-get" ]; then
+  command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
   # The Debian mirror this machine's own apt configuration uses (no host name is written here).
   mirror=$(apt-get indextargets --format '$(REPO_URI) $(CODENAME)' 'Created-By: Packages' 2>/dev/null \
     | awk '$2 !~ /-(security|updates|backports)$/ { print $1; exit }')
   [ -n "$mirror" ] || { echo "sqlcipher4-root: no Debian mirror found in this machine's apt configuration" >&2; exit 1; }
-  echo "== debootstrap trixie into $root from $mirror"
-  debootstrap --variant=minbase trixie "$root" "$mirror" >/dev/null
+  echo "== debootstrap trixie into $root"
+  start=$(date +%s)
+  rm -rf "$root.partial" && mkdir -p "$(dirname "$root")"
+  log=$(mktemp)
+  debootstrap --variant=minbase trixie "$root.partial" "$mirror" > "$log" 2>&1 || { tail -n 20 "$log" >&2; exit 1; }
+  rm -f "$log"
+  mv "$root.partial" "$root"
+  echo "== debootstrap: $(( $(date +%s) - start )) s"
 fi
 
-mounted=()
-bind() {  # bind <host path> <path inside the root>
+bind() {  # bind <host path> <path inside the root> [ro]
   mkdir -p "$root$2"
-  mountpoint -q "$root$2" || { mount --bind "$1" "$root$2"; mounted+=("$root$2"); }
+  mount --bind "$1" "$root$2"
+  [ "${3:-}" = ro ] && mount -o remount,bind,ro "$root$2"
+  return 0
 }
-cleanup() { for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount "${mounted[$i]}" || true; done; }
-trap cleanup EXIT
-mountpoint -q "$root/proc" || { mount -t proc proc "$root/proc"; mounted+=("$root/proc"); }
+mount -t proc proc "$root/proc"
 bind /dev /dev
 bind /dev/pts /dev/pts
-bind "$swift_root" /opt/swift
-[ -d /opt/swift-packages ] && bind /opt/swift-packages /opt/swift-packages
+bind "$swift_root" /opt/swift ro
+[ -d /opt/swift-packages ] && bind /opt/swift-packages /opt/swift-packages ro
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # This machine's local certificate authorities (a proxy's, a company's) and pip settings, so that pip
 # inside the root reaches PyPI the way it does here (the SQLCipher 4 interop tests install from it).
@@ -42,13 +59,6 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 fi
 [ -f /etc/pip.conf ] && cp /etc/pip.conf "$root/etc/pip.conf"
 [ -d /opt/swift-packages ] && printf '[url "/opt/swift-packages/"]\n\tinsteadOf = https://github.com/\n' > "$root/etc/gitconfig"
-
-echo "== packages: SQLCipher 4, the shells the tests use, the toolchain's runtime libraries"
-chroot "$root" /bin/bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-  libsqlcipher-dev sqlcipher sqlite3 pkg-config libssl-dev libcurl4t64 libxml2 libsqlite3-0 libncurses6 libffi8 libstdc++6 \
-  zlib1g libuuid1 libzstd1 libedit2 libc6-dev libgcc-14-dev libstdc++-14-dev binutils git ca-certificates python3 python3-venv \
-  util-linux bsdutils tzdata >/dev/null && update-ca-certificates >/dev/null'
-chroot "$root" sqlcipher -version
 
 # A clone inside the root, brought to HEAD; its .build stays between runs (untracked files go), so a
 # second run rebuilds only what changed.
@@ -60,5 +70,11 @@ git -C "$clone" clean -q -fdx -e .build
 
 # Runs shell commands in the clone inside the root, with the toolchain on PATH.
 sqlcipher4_run() {
-  chroot "$root" /bin/bash -c "export PATH=/opt/swift/usr/bin:\$PATH HOME=/root; cd /root/encryptedsqlite && $1"
+  chroot "$root" /usr/bin/env -u SQLCIPHER4_NAMESPACE PATH=/opt/swift/usr/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+    /bin/bash -c "cd /root/encryptedsqlite && $1"
 }
+
+echo "== Debian 13 root: scripts/setup.sh"
+start=$(date +%s)
+sqlcipher4_run "scripts/setup.sh"
+echo "== setup: $(( $(date +%s) - start )) s; $(chroot "$root" sqlcipher -version | sed 's/.*(\(SQLCipher [^)]*\)).*/\1/')"
