@@ -1,20 +1,32 @@
 import Foundation
 
-/// An independent SQLCipher 4 build: PyPI's `sqlcipher3-binary` (SQLCipher 4.12, SQLite 3.51) in
-/// a virtual environment under `.build/sqlcipher4-venv`, installed on first use (also by
-/// `scripts/setup.sh`). Keys travel on the helper's standard input, never in argv.
+/// An independent SQLCipher 4 build: PyPI's `sqlcipher3-binary` (the version pinned in
+/// `scripts/sqlcipher4-requirements.txt`: SQLCipher 4.12, SQLite 3.51) in a virtual environment under
+/// `.build/sqlcipher4-venv`, installed on first use (also by `scripts/setup.sh`) from the index this
+/// machine's pip configuration names. Keys travel on the helper's standard input, never in argv.
+///
+/// When it cannot be installed (no network, no PyPI), the interop tests fail with the reason; with
+/// `SQLCIPHER4_INTEROP_OPTIONAL=1` they are skipped instead, except under CI (`CI=true`).
 public enum SQLCipher4 {
     /// The package root (three levels above this file).
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     static let venv = packageRoot + "/.build/sqlcipher4-venv"
     static let python = venv + "/bin/python"
 
-    /// `nil` when SQLCipher 4 is ready; otherwise why it could not be installed (tests then skip
-    /// with this message).
+    /// `nil` when SQLCipher 4 is ready; otherwise why it could not be installed.
     public static let unavailableReason: String? = install()
 
     /// `true` when the SQLCipher 4 helper can run.
     public static var isAvailable: Bool { unavailableReason == nil }
+
+    /// Whether the interop tests run: always, unless SQLCipher 4 is missing and
+    /// `SQLCIPHER4_INTEROP_OPTIONAL=1` allows skipping them (never under CI). When they run without
+    /// it, every call fails with ``unavailableReason``.
+    public static var interopTestsRun: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        let optional = environment["SQLCIPHER4_INTEROP_OPTIONAL"] == "1" && environment["CI"] != "true"
+        return isAvailable || !optional
+    }
 
     private static func install() -> String? {
         if (try? run(["op": "version"]))?["version"] != nil { return nil }
@@ -24,8 +36,8 @@ public enum SQLCipher4 {
                 let created = try ProcessRunner.run(python3, ["-m", "venv", venv])
                 guard created.status == 0 else { return "python3 -m venv failed: \(created.stderr)" }
             }
-            let installed = try ProcessRunner.run(venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check", "sqlcipher3-binary"])
-            guard installed.status == 0 else { return "pip install sqlcipher3-binary failed: \(installed.stderr.suffix(400))" }
+            let installed = try ProcessRunner.run(venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check", "-r", packageRoot + "/scripts/sqlcipher4-requirements.txt"])
+            guard installed.status == 0 else { return "pip install sqlcipher3-binary (scripts/sqlcipher4-requirements.txt) failed: \(installed.stderr.suffix(400))" }
             guard (try run(["op": "version"]))["version"] != nil else { return "sqlcipher3 does not load" }
             return nil
         } catch {
@@ -35,13 +47,15 @@ public enum SQLCipher4 {
 
     /// The SQLCipher version of the helper (e.g. `4.12.0 community`).
     public static func version() throws -> String {
-        try run(["op": "version"])["version"] as? String ?? "?"
+        try requireAvailable()
+        return try run(["op": "version"])["version"] as? String ?? "?"
     }
 
     /// Runs `statements` on `database` with SQLCipher 4: keyed with `key`, after
     /// `PRAGMA cipher_compatibility = 3` when `compatibility3` is set. Returns each statement's rows
     /// (every value as text).
     public static func execute(_ database: String, key: ShellKey, compatibility3: Bool, _ statements: [String]) throws -> [[[String]]] {
+        try requireAvailable()
         let keyText: String
         switch key {
         case .passphrase(let text): keyText = "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
@@ -52,8 +66,14 @@ public enum SQLCipher4 {
         return result["results"] as? [[[String]]] ?? []
     }
 
+    private static func requireAvailable() throws {
+        if let unavailableReason {
+            throw SQLCipher4Error(message: "SQLCipher 4 (PyPI sqlcipher3-binary) is not available: \(unavailableReason) (SQLCIPHER4_INTEROP_OPTIONAL=1 skips the interop tests outside CI)")
+        }
+    }
+
     private static func run(_ request: [String: Any]) throws -> [String: Any] {
-        guard FileManager.default.isExecutableFile(atPath: python) else { throw SQLCipher4Error(message: "no venv") }
+        guard FileManager.default.isExecutableFile(atPath: python) else { throw SQLCipher4Error(message: "no virtual environment at \(venv)") }
         let input = String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self)
         let result = try ProcessRunner.run(python, ["-c", script], input: input)
         guard result.status == 0, let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
