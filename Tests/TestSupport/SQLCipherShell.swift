@@ -13,13 +13,22 @@ public enum ShellKey: Sendable {
     /// with a row (`ok`), the line runs with output off there, so that what a script prints is
     /// the same on both engines. Callers start their SQL on a new line.
     public var pragma: String {
-        let key: String
+        guard SQLCipherShell.majorVersion >= 4 else { return statement }
+        return ".output /dev/null\n" + statement + "\n.output stdout"
+    }
+
+    /// ``pragma`` followed, on a SQLCipher 4 shell, by `PRAGMA cipher_compatibility = 3;` (output
+    /// off): the shell then reads and writes the SQLCipher 3.x format, as SQLCipher 3 does by default.
+    public var pragmaVersion3: String {
+        guard SQLCipherShell.majorVersion >= 4 else { return statement }
+        return ".output /dev/null\n" + statement + "\nPRAGMA cipher_compatibility = 3;\n.output stdout"
+    }
+
+    private var statement: String {
         switch self {
-        case .passphrase(let text): key = "PRAGMA key = '\(text.replacingOccurrences(of: "'", with: "''"))';"
-        case .hex(let digits): key = "PRAGMA key = \"x'\(digits)'\";"
+        case .passphrase(let text): "PRAGMA key = '\(text.replacingOccurrences(of: "'", with: "''"))';"
+        case .hex(let digits): "PRAGMA key = \"x'\(digits)'\";"
         }
-        guard SQLCipherShell.majorVersion >= 4 else { return key }
-        return ".output /dev/null\n" + key + "\n.output stdout"
     }
 }
 
@@ -36,16 +45,18 @@ public enum SQLCipherShell {
         return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines).prefix { $0.isNumber }) ?? 0
     }()
 
-    /// Runs `sql` on `database`, keyed with `key` (unkeyed when `nil`).
-    public static func run(_ database: String, key: ShellKey?, _ sql: String) throws -> ProcessResult {
+    /// Runs `sql` on `database`, keyed with `key` (unkeyed when `nil`): in the shell's default
+    /// format, or with `version3` in the 3.x format (``ShellKey/pragmaVersion3``).
+    public static func run(_ database: String, key: ShellKey?, version3: Bool = false, _ sql: String) throws -> ProcessResult {
         guard let path else { throw ShellMissing() }
-        let script = (key.map { $0.pragma + "\n" } ?? "") + sql + "\n"
+        let script = (key.map { (version3 ? $0.pragmaVersion3 : $0.pragma) + "\n" } ?? "") + sql + "\n"
         return try ProcessRunner.run(path, ["-batch", "-bail", database], input: script)
     }
 
-    /// `true` when `key` opens `database` and it passes `PRAGMA integrity_check`.
-    public static func opens(_ database: String, with key: ShellKey) throws -> Bool {
-        let result = try run(database, key: key, "PRAGMA integrity_check;")
+    /// `true` when `key` opens `database` and it passes `PRAGMA integrity_check` (with `version3`,
+    /// in the 3.x format).
+    public static func opens(_ database: String, with key: ShellKey, version3: Bool = false) throws -> Bool {
+        let result = try run(database, key: key, version3: version3, "PRAGMA integrity_check;")
         return result.status == 0 && result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok"
     }
 
