@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job, end to end: makes a database encrypted with the OLDEST key of Keys.example, then
-# rotates it to the current key with `rekey` and shows the result with the independent sqlcipher shell.
-# Everything happens in .build/demo; the keys are the public examples from Keys.example.
+# The main job, end to end, on Debian 12 (SQLCipher 3.4.1) or Debian 13 (SQLCipher 4.6.1): makes a
+# database encrypted with the OLDEST key of Keys.example with the sqlcipher shell, in the format that
+# shell writes by default (SQLCipher 3 on Debian 12, SQLCipher 4 on Debian 13), then rotates it to the
+# current key with `rekey` and checks the result with the same independent shell. Exits non-zero when
+# any step does not do what it says. Everything happens in .build/demo; the keys are the public
+# examples from Keys.example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -20,17 +23,23 @@ old_passphrase=$(sed -n 's/^ *passphrase: "\(.*\)"$/\1/p' Keys | head -n 1)
 (umask 077 && echo "3c1f9e8d7b6a5f4e3d2c1b0a99887766554433221100ffeeddccbbaa99887766" > demo-2025-01.key)
 export DEMO_DB_KEY_2025_06="demo current passphrase - not a secret"
 
-echo "== creating demo.sqlite with the oldest key (2024-01) using the sqlcipher shell"
-sqlcipher -batch demo.sqlite <<SQL
-PRAGMA key = '$old_passphrase';
-CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+# The shell with a key on standard input (never in argv) and then `settings`; SQLCipher 4's shell
+# answers PRAGMA key with "ok", which is not shown.
+shell() {  # shell <passphrase> <settings> <sql>
+  printf ".output /dev/null\nPRAGMA key = '%s';\n%s\n.output stdout\n%s\n" "$1" "$2" "$3" | sqlcipher -batch -bail demo.sqlite
+}
+engine=$(echo "PRAGMA cipher_version;" | sqlcipher -batch :memory:)
+echo "== creating demo.sqlite with the oldest key (2024-01) using the sqlcipher shell (SQLCipher $engine, its default format)"
+shell "$old_passphrase" "" "CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10000)
 INSERT INTO notes(text) SELECT 'note ' || x FROM n;
-PRAGMA user_version = 3;
-SQL
+PRAGMA user_version = 3;"
 
 echo "== rekey --check (exit 3: needs rotation)"
-"$rekey" --db demo.sqlite --check || echo "(exit $?)"
+status=0
+"$rekey" --db demo.sqlite --check || status=$?
+echo "(exit $status)"
+[ $status -eq 3 ] || { echo "demo: expected exit 3 from rekey --check, got $status" >&2; exit 1; }
 echo "== rekey"
 "$rekey" --db demo.sqlite
 echo "== rekey again (nothing to do)"
@@ -39,7 +48,15 @@ echo "== rekey --check --json"
 "$rekey" --db demo.sqlite --check --json
 
 echo "== the sqlcipher shell: the old key no longer opens the file"
-printf "PRAGMA key = '%s';\nSELECT count(*) FROM notes;\n" "$old_passphrase" | sqlcipher -batch demo.sqlite 2>&1 || true
+if shell "$old_passphrase" "" "SELECT count(*) FROM notes;" 2>&1; then
+  echo "demo: the old key still opens demo.sqlite" >&2
+  exit 1
+fi
 echo "== the sqlcipher shell with the current key (2025-06): rows and user_version intact"
-printf "PRAGMA key = '%s';\nSELECT 'notes: ' || count(*) FROM notes;\nPRAGMA user_version;\n" "$DEMO_DB_KEY_2025_06" | sqlcipher -batch demo.sqlite | sed '2s/^/user_version: /'
+# The settings the current key names in Keys.example (cipher: kdf_iter 64000, page_size 1024).
+result=$(shell "$DEMO_DB_KEY_2025_06" "PRAGMA kdf_iter = 64000;
+PRAGMA cipher_page_size = 1024;" "SELECT 'notes: ' || count(*) FROM notes;
+PRAGMA user_version;" | sed '2s/^/user_version: /')
+echo "$result"
+[ "$result" = $'notes: 10000\nuser_version: 3' ] || { echo "demo: unexpected content with the current key" >&2; exit 1; }
 echo "== done: see $demo"

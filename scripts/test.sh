@@ -1,15 +1,107 @@
 #!/usr/bin/env bash
-# Installs what the tests need (scripts/setup.sh), then runs the whole test suite against the real
-# SQLCipher library, then the concurrency and transaction tests again under ThreadSanitizer.
-# Extra arguments go to the main `swift test` run (e.g. --filter KillTests); with arguments the
-# ThreadSanitizer run is skipped.
+# The README's test command, and all that CI (.ci/run) runs. Installs what the tests need
+# (scripts/setup.sh), then runs every test against the real SQLCipher library on this machine's engine,
+# the README's demo (scripts/demo.sh), the concurrency and transaction tests again under
+# ThreadSanitizer, and:
+#   on Debian 12 (SQLCipher 3.4.1): every test again against SQLCipher 4.6.1 in a Debian 13 root
+#     (scripts/sqlcipher4-check.sh, needs root or sudo; made while the first run goes), then each
+#     engine opens the files the other wrote (CrossEngineTests);
+#   on Debian 13 (SQLCipher 4.x): the suite runs once, on that engine.
+# A failure on either engine fails the command. Extra arguments go to `swift test` on this machine's
+# engine only, with no ThreadSanitizer run (e.g. scripts/test.sh --filter KillTests).
+#   TSAN=0            no ThreadSanitizer run
+#   SQLCIPHER4=0      on Debian 12, no SQLCipher 4 run (it then says that SQLCipher 4 was not tested)
+#   SQLCIPHER4_ROOT   where the Debian 13 root goes (default .build-sqlcipher4/root)
 # Stress: REKEY_KILL_TRIALS=250 MIGRATION_KILL_TRIALS=250 scripts/test.sh --filter Kill
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-swift build --build-tests
-swift test "$@"
-if [ $# -eq 0 ]; then
-  echo "== ThreadSanitizer: concurrency and transaction tests"
-  swift test --sanitize=thread --scratch-path .build-tsan --filter "ConcurrencyTests|TransactionTests"
+engine=$(dpkg-query -W -f='${Version}' libsqlcipher-dev)   # 3.4.1-2+b1 on Debian 12, 4.6.1-… on Debian 13
+major=${engine%%.*}
+
+if [ $# -gt 0 ]; then
+  echo "== SQLCipher $engine: swift test $*"
+  swift build --build-tests
+  exec swift test "$@"
 fi
+
+failed=()
+phase() {  # phase <name> <command…>: runs it, times it, remembers a failure
+  local name=$1 start=$SECONDS
+  shift
+  echo "== $name"
+  "$@" || failed+=("$name")
+  timings+=("$(printf '%-44s %5d s' "$name" $(( SECONDS - start )))")
+}
+timings=()
+summary() {
+  echo "== times"
+  printf '  %s\n' "${timings[@]}"
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "FAILED: ${failed[*]}" >&2
+    exit 1
+  fi
+}
+host_suite() {
+  phase "SQLCipher $engine: build" swift build --build-tests
+  phase "SQLCipher $engine: every test" swift test
+  phase "SQLCipher $engine: the README's demo (scripts/demo.sh)" scripts/demo.sh
+  if [ "${TSAN:-1}" != 0 ]; then
+    phase "SQLCipher $engine: ThreadSanitizer (Concurrency, Transaction)" \
+      swift test --sanitize=thread --scratch-path .build-tsan --filter "ConcurrencyTests|TransactionTests"
+  fi
+}
+
+if [ "$major" -ge 4 ]; then
+  echo "== this machine's engine is SQLCipher $engine (Debian 13 or later): the suite runs once, on it"
+  echo "   (SQLCipher 3.4.1 is Debian 12's engine; its run and the cross-engine tests happen on Debian 12)"
+  host_suite
+  summary
+  exit 0
+fi
+
+if [ "${SQLCIPHER4:-1}" = 0 ]; then
+  echo "== SQLCIPHER4=0: SQLCipher 4 is NOT tested in this run"
+  host_suite
+  summary
+  exit 0
+fi
+
+# Debian 12: SQLCipher 3.4.1 here, then SQLCipher 4 in a Debian 13 root, which needs root.
+as_root=(env)
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "test.sh: the SQLCipher 4 run makes a Debian 13 root (debootstrap) and tests in it (chroot, mount), which" >&2
+    echo "needs root: run this as root, or install sudo; SQLCIPHER4=0 $0 tests this machine's engine only." >&2
+    exit 1
+  fi
+  echo "== the SQLCipher 4 run needs root (debootstrap, chroot, mount): asking sudo now"
+  sudo -v
+  as_root=(sudo env "CI=${CI:-}" "TSAN=${TSAN:-}" "SQLCIPHER4_INTEROP_OPTIONAL=${SQLCIPHER4_INTEROP_OPTIONAL:-}")
+  [ -n "${SQLCIPHER4_ROOT:-}" ] && as_root+=("SQLCIPHER4_ROOT=$SQLCIPHER4_ROOT")
+fi
+
+# The Debian 13 root is made (debootstrap, packages) while the SQLCipher 3.4.1 suite runs: that is
+# mostly waiting for the network and the disk, the suite mostly for the processor.
+mkdir -p .build
+prepare_start=$SECONDS
+"${as_root[@]}" scripts/sqlcipher4-check.sh --prepare > .build/sqlcipher4-prepare.log 2>&1 &
+prepare=$!
+
+host_suite
+
+echo "== waiting for the Debian 13 root"
+if wait $prepare; then
+  timings+=("$(printf '%-44s %5d s' "Debian 13 root (alongside the 3.4.1 run)" $(( SECONDS - prepare_start )))")
+  grep '^== ' .build/sqlcipher4-prepare.log | sed 's/^/   /'
+  # Every test on SQLCipher 4; its CrossEngineTests open the files the 3.4.1 run wrote for it.
+  phase "SQLCipher 4 (Debian 13 root): build and every test" \
+    "${as_root[@]}" "ENCRYPTEDSQLITE_EXCHANGE_IN=$PWD/.build/engine-exchange/out" scripts/sqlcipher4-check.sh
+  # And the files the SQLCipher 4 run wrote for this engine, opened here.
+  phase "SQLCipher $engine: files SQLCipher 4 wrote (CrossEngineTests)" \
+    env "ENCRYPTEDSQLITE_EXCHANGE_IN=$PWD/.build/engine-exchange/from-sqlcipher4" swift test --skip-build --filter CrossEngineTests
+else
+  cat .build/sqlcipher4-prepare.log >&2
+  failed+=("Debian 13 root")
+fi
+summary
