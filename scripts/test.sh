@@ -84,15 +84,20 @@ fi
 # The Debian 13 root is made (debootstrap, packages) while the SQLCipher 3.4.1 suite runs: that is
 # mostly waiting for the network and the disk, the suite mostly for the processor.
 mkdir -p .build
-prepare_start=$SECONDS
-"${as_root[@]}" scripts/sqlcipher4-check.sh --prepare > .build/sqlcipher4-prepare.log 2>&1 &
+(
+  start=$SECONDS
+  status=0
+  "${as_root[@]}" scripts/sqlcipher4-check.sh --prepare > .build/sqlcipher4-prepare.log 2>&1 || status=$?
+  echo "$(( SECONDS - start ))" > .build/sqlcipher4-prepare.seconds
+  exit $status
+) &
 prepare=$!
 
 host_suite
 
 echo "== waiting for the Debian 13 root"
 if wait $prepare; then
-  timings+=("$(printf '%-44s %5d s' "Debian 13 root (alongside the 3.4.1 run)" $(( SECONDS - prepare_start )))")
+  timings+=("$(printf '%-44s %5d s' "Debian 13 root (alongside the 3.4.1 run)" "$(cat .build/sqlcipher4-prepare.seconds)")")
   grep '^== ' .build/sqlcipher4-prepare.log | sed 's/^/   /'
   # Every test on SQLCipher 4; its CrossEngineTests open the files the 3.4.1 run wrote for it.
   phase "SQLCipher 4 (Debian 13 root): build and every test" \
