@@ -37,14 +37,14 @@ struct CrossEngineTests {
         entries.append(.init(name: "library-rotated.sqlite", madeBy: "the library, rotated in place", key: raw, rows: Self.rows))
 
         let shell = folder + "/shell.sqlite"
-        try Fixture.createWithShell(at: shell, key: passphrase, rows: Self.rows)
+        try Fixture.createWithShell(at: shell, key: passphrase, rows: Self.rows, version3: true)
         entries.append(.init(name: "shell.sqlite", madeBy: "the sqlcipher shell \(SQLCipherShell.majorVersion).x in 3.x mode", key: passphrase, rows: Self.rows))
 
         let reference = try Self.referenceDigest(in: TemporaryDirectory("exchange-reference"))
         for entry in entries {
             let path = folder + "/" + entry.name
             // The shell in 3.x mode (compatibility 3 on a SQLCipher 4 shell) opens it: it is a 3.x file.
-            #expect(try SQLCipherShell.opens(path, with: entry.shellKey), "\(entry.name)")
+            #expect(try SQLCipherShell.opens(path, with: entry.shellKey, version3: true), "\(entry.name)")
             #expect(try Fixture.digest(of: path, with: KeyList(database: path, keys: [entry.databaseKey(id: "x")])) == reference, "\(entry.name)")
             #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "\(entry.name) left a -wal file")
         }
@@ -66,7 +66,7 @@ struct CrossEngineTests {
             try FileManager.default.copyItem(atPath: folder + "/" + entry.name, toPath: path)
             let context = "\(entry.name) (\(entry.madeBy), SQLCipher \(manifest.engine))"
 
-            let shell = try SQLCipherShell.run(path, key: entry.shellKey,
+            let shell = try SQLCipherShell.run(path, key: entry.shellKey, version3: true,
                                                "PRAGMA integrity_check;\nSELECT count(*) FROM people;\nPRAGMA user_version;\nPRAGMA application_id;")
             #expect(shell.status == 0, "\(context): \(shell.stderr)")
             #expect(shell.stdout.split(separator: "\n") == ["ok", "\(entry.rows)", "42", "1234567"], "\(context)")
@@ -77,8 +77,8 @@ struct CrossEngineTests {
             let database = try EncryptedDatabase(path: path, keys: keys)
             #expect(database.report.rotated, "\(context)")
             #expect(try database.read { try Fixture.contentDigest($0) } == reference, "\(context)")
-            #expect(try SQLCipherShell.opens(path, with: next), "\(context)")
-            #expect(try !SQLCipherShell.opens(path, with: entry.shellKey), "\(context)")
+            #expect(try SQLCipherShell.opens(path, with: next, version3: true), "\(context)")
+            #expect(try !SQLCipherShell.opens(path, with: entry.shellKey, version3: true), "\(context)")
         }
     }
 

@@ -63,15 +63,13 @@ public enum EngineExchange {
         }
     }
 
-    /// A key that reads and writes the SQLCipher 3.x file format on both engines: what a fleet with
-    /// SQLCipher 3.4.1 hosts pins its keys to. Today every engine uses the 3.x format for a key
-    /// without settings (the library pins SQLCipher 4 to `cipher_compatibility = 3`); once SQLCipher 4
-    /// writes its own format by default, this key names the 3.x format explicitly.
-    /// `CrossEngineTests` checks with the `sqlcipher` shell in 3.x mode that the files really are 3.x.
+    /// A key pinned to the SQLCipher 3.x file format (`cipher: sqlcipher3`), which both engines read
+    /// and write: what a fleet with SQLCipher 3.4.1 hosts gives its keys.
     public static func version3Key(id: String, _ key: ShellKey) -> DatabaseKey {
-        switch key {
-        case .passphrase(let text): DatabaseKey(id: id, source: .passphrase(text))
-        case .hex(let digits): DatabaseKey(id: id, source: .hex(digits))
+        let version3 = CipherSettings(generation: .sqlcipher3)
+        return switch key {
+        case .passphrase(let text): DatabaseKey(id: id, source: .passphrase(text), cipher: version3)
+        case .hex(let digits): DatabaseKey(id: id, source: .hex(digits), cipher: version3)
         }
     }
 

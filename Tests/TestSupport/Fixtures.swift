@@ -25,10 +25,11 @@ public enum Fixture {
         return lines.joined(separator: "\n")
     }
 
-    /// Creates the fixture in a new file with the `sqlcipher` shell.
-    public static func createWithShell(at path: String, key: ShellKey, rows: Int = 200, walMode: Bool = false) throws {
+    /// Creates the fixture in a new file with the `sqlcipher` shell, in its default format (with
+    /// `version3`, in the 3.x format).
+    public static func createWithShell(at path: String, key: ShellKey, rows: Int = 200, walMode: Bool = false, version3: Bool = false) throws {
         let mode = walMode ? "PRAGMA journal_mode = WAL;\n" : ""
-        let result = try SQLCipherShell.run(path, key: key, mode + sql(rows: rows))
+        let result = try SQLCipherShell.run(path, key: key, version3: version3, mode + sql(rows: rows))
         guard result.status == 0 else { throw FixtureError(message: "sqlcipher shell failed: \(result.stderr)") }
     }
 
