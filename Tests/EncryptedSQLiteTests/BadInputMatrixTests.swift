@@ -152,8 +152,10 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
     },
     "db.randomBytes": { c in try c.databaseCase { _ = FileManager.default.createFile(atPath: c.db, contents: MatrixContext.randomBytes(8192)) } },
     "db.unknownKey": { c in try c.databaseCase { try Fixture.createWithShell(at: c.db, key: .passphrase(c.passphrase("stranger")), rows: 5) } },
-    "db.legacyUnmarked": { c in try c.databaseCase { try c.makeDatabase(key: 0, settings: "PRAGMA kdf_iter = 4000;\n") } },
-    "db.otherSettings": { c in try c.databaseCase { try c.makeDatabase(key: 1, settings: "PRAGMA cipher_page_size = 4096;\n") } },
+    // A SQLCipher 2 file on each engine (SQLCipher 4's shell needs the compatibility pragma; 3.4.1's ignores it).
+    "db.legacyUnmarked": { c in try c.databaseCase { try c.makeDatabase(key: 0, settings: "PRAGMA cipher_compatibility = 2;\nPRAGMA kdf_iter = 4000;\n") } },
+    // 2 KiB pages: the default format of neither engine (1 KiB on SQLCipher 3, 4 KiB on SQLCipher 4).
+    "db.otherSettings": { c in try c.databaseCase { try c.makeDatabase(key: 1, settings: "PRAGMA cipher_page_size = 2048;\n") } },
     "db.sqlcipher4": { c in
         guard SQLCipher4.interopTestsRun else { return .skip(SQLCipher4.unavailableReason ?? "SQLCipher 4 is not available") }
         guard SQLCipherEngine.linked.major < 4 else { return .skip("the linked SQLCipher 4 reads files in its own format (FileFormatTests)") }

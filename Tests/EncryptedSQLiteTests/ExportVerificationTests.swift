@@ -12,7 +12,7 @@ enum CopyAlteration: String, CaseIterable, Sendable, CustomTestStringConvertible
         switch self {
         case .rowMissing: "a row missing"
         case .userVersion: "another user_version"
-        case .pageSize: "another page size (4096 instead of 1024), same content"
+        case .pageSize: "another page size (2048 instead of the engine's default), same content"
         }
     }
 
@@ -21,7 +21,7 @@ enum CopyAlteration: String, CaseIterable, Sendable, CustomTestStringConvertible
         switch self {
         case .rowMissing: ["has different row counts"]
         case .userVersion: ["has a different user_version or application_id"]
-        // SQLCipher 3.4.1 does not open a copy with another page size at the configured one.
+        // SQLCipher (3.4.1 and 4.6.1) does not open a copy with another page size at the configured one.
         case .pageSize: ["could not be checked: SQLite error 26"]
         }
     }
@@ -52,9 +52,10 @@ struct ExportVerificationTests {
                 let result = try? SQLCipherShell.run(copy, key: newKey.shellKey, "PRAGMA user_version = 43;")
                 #expect(result?.status == 0, "\(result?.stderr ?? "")")
             case .pageSize:
-                // The same schema, rows, user_version and application_id, written with 4096-byte pages.
+                // The same schema, rows, user_version and application_id, written with 2048-byte
+                // pages: the default of neither engine (1024 on SQLCipher 3, 4096 on SQLCipher 4).
                 let replacement = copy + ".replacement"
-                let result = try? SQLCipherShell.run(replacement, key: newKey.shellKey, "PRAGMA cipher_page_size = 4096;\n" + Fixture.sql(rows: 50))
+                let result = try? SQLCipherShell.run(replacement, key: newKey.shellKey, "PRAGMA cipher_page_size = 2048;\n" + Fixture.sql(rows: 50))
                 #expect(result?.status == 0, "\(result?.stderr ?? "")")
                 #expect(rename(replacement, copy) == 0)
             }

@@ -93,7 +93,14 @@ struct InspectionTests {
         let state = try DatabaseInspection.state(path: path, keys: keys)
         #expect(FileSnapshot(path) == snapshot)
         #expect(state.openedWithKeyID == "k1" && state.currentKeyID == "k2" && state.needsRotation && state.rotationMethod == .pageReencryption)
-        #expect(state.pageSize == 1024 && state.kdfIterations == 64000 && state.useHMAC == true && !state.plaintext)
+        // The shell wrote the file in its engine's default format: SQLCipher 3's or SQLCipher 4's.
+        if SQLCipherEngine.linked.major >= 4 {
+            #expect(state.pageSize == 4096 && state.kdfIterations == 256_000 && state.useHMAC == true && !state.plaintext)
+            #expect(state.format == "kdf_iter 256000 (sha512), page_size 4096, hmac sha512")
+        } else {
+            #expect(state.pageSize == 1024 && state.kdfIterations == 64000 && state.useHMAC == true && !state.plaintext)
+            #expect(state.format == "kdf_iter 64000 (sha1), page_size 1024, hmac sha1")
+        }
         #expect(state.pageCount * state.pageSize == Int(state.bytes))
         #expect(state.journalMode == "delete" && state.userVersion == 42 && state.sideFiles.isEmpty)
 

@@ -219,17 +219,20 @@ final class SecretScenarios {
         #expect(encrypted.report.rotation?.method == .export)
         render(encrypted, encrypted.report)
 
-        // A settings change on the current key's material.
+        // A settings change on the current key's material: 2 KiB pages, which neither engine's
+        // default format has (1 KiB on SQLCipher 3, 4 KiB on SQLCipher 4), so the new key is not a
+        // duplicate of the old one's material and settings.
         let settings = directory.file("settings.sqlite")
         try Fixture.createWithShell(at: settings, key: ring.keys[1].shellKey, rows: 10)
-        let moved = try KeyList(database: settings, keys: [ring.keys[1].key, DatabaseKey(id: "k2-4k", source: ring.keys[1].key.source, cipher: CipherSettings(pageSize: 4096))], environment: ring.environment)
+        let moved = try KeyList(database: settings, keys: [ring.keys[1].key, DatabaseKey(id: "k2-2k", source: ring.keys[1].key.source, cipher: CipherSettings(pageSize: 2048))], environment: ring.environment)
         let changed = try EncryptedDatabase(path: settings, keys: moved, options: options())
         #expect(changed.report.rotation?.method == .export)
         render(changed, moved)
 
-        // A legacy (SQLCipher 2 settings) file.
+        // A legacy (SQLCipher 2 settings) file: SQLCipher 4's shell needs the compatibility
+        // pragma, SQLCipher 3.4.1's (which ignores it) only kdf_iter.
         let legacy = directory.file("legacy.sqlite")
-        let result = try SQLCipherShell.run(legacy, key: ring.keys[0].shellKey, "PRAGMA kdf_iter = 4000;\n" + Fixture.sql(rows: 10))
+        let result = try SQLCipherShell.run(legacy, key: ring.keys[0].shellKey, "PRAGMA cipher_compatibility = 2;\nPRAGMA kdf_iter = 4000;\n" + Fixture.sql(rows: 10))
         #expect(result.status == 0)
         let legacyKeys = try KeyList(database: legacy, keys: [DatabaseKey(id: "k1-legacy", source: ring.keys[0].key.source, legacy: true)] + ring.keys.dropFirst().map(\.key), environment: ring.environment)
         let upgraded = try EncryptedDatabase(path: legacy, keys: legacyKeys, options: options())

@@ -165,10 +165,13 @@ struct InspectCLITests {
         let status = try fixture.rekey(["status", "--db", "app.sqlite"])
         #expect(status.status == 0, "\(status.stderr)")
         #expect(status.stdout.hasPrefix("app.sqlite: key \"k1\", needs rotation to \"k3\" (page re-encryption), journal delete, "))
-        #expect(status.stdout.contains("pages of 1024 bytes, kdf_iter 64000, hmac on"))
+        // The shell wrote the file in its engine's default format: SQLCipher 3's or SQLCipher 4's.
+        let onSQLCipher4 = SQLCipherEngine.linked.major >= 4
+        #expect(status.stdout.contains(onSQLCipher4 ? "pages of 4096 bytes, kdf_iter 256000, hmac on" : "pages of 1024 bytes, kdf_iter 64000, hmac on"), "\(status.stdout)")
         let json = try fixture.rekey(["status", "--db", "app.sqlite", "--json"])
         let state = try #require(((try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["databases"] as? [[String: Any]])?.first)
         #expect(state["openedWithKeyID"] as? String == "k1")
+        #expect(state["format"] as? String == (onSQLCipher4 ? "kdf_iter 256000 (sha512), page_size 4096, hmac sha512" : "kdf_iter 64000 (sha1), page_size 1024, hmac sha1"))
 
         let dump = try fixture.rekey(["dump", "--db", "app.sqlite"])
         #expect(dump.status == 0)

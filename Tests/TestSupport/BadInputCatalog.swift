@@ -65,7 +65,7 @@ public enum BadInputCatalog {
         library("db.randomBytes", "8 KiB of random bytes", "EncryptedDatabaseError.noKeyOpens", "Add the key it was written with to its key list"),
         library("db.unknownKey", "database encrypted with a key that is not in the list", "EncryptedDatabaseError.noKeyOpens", "Add the key it was written with to its key list"),
         library("db.legacyUnmarked", "SQLCipher 2 file (kdf_iter 4000) whose key lacks `legacy: true`", "EncryptedDatabaseError.noKeyOpens", "with `legacy: true` for a SQLCipher 1.x/2.x file"),
-        library("db.otherSettings", "file with 4 KiB pages whose key lacks `cipher: {page_size: 4096}`", "EncryptedDatabaseError.noKeyOpens", "`cipher:` for other settings"),
+        library("db.otherSettings", "file with 2 KiB pages whose key lacks `cipher: {page_size: 2048}`", "EncryptedDatabaseError.noKeyOpens", "`cipher:` for other settings"),
         library("db.sqlcipher4", "file written by SQLCipher 4 with its defaults, on SQLCipher 3 (SQLCipher 4 reads it)", "EncryptedDatabaseError.sqlcipher4File", "Convert it on a host linked with SQLCipher 4"),
         library("db.plaintext", "unencrypted SQLite database, no plaintext entry", "EncryptedDatabaseError.plaintextDatabase", "add `plaintext: true` as the first (oldest) key entry"),
         library("db.unreadable", "database file this user cannot read (mode 0600, another owner)", "EncryptedDatabaseError.permissionDenied", "check the file's and its folder's owner and mode"),
