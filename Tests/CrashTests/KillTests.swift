@@ -7,11 +7,15 @@ import TestSupport
 struct KillPath: CustomTestStringConvertible, Sendable {
     enum Kind: String, Sendable {
         case pageReencryption, pageReencryptionWAL, engineRekey, engineRekeyWAL, plaintextExport, settingsExport
+        /// A 3.x-format file whose current key has no settings, on SQLCipher 4: the export to 4.x.
+        case upgradeExport
     }
 
     let kind: Kind
 
-    static let all: [KillPath] = [.pageReencryption, .pageReencryptionWAL, .engineRekey, .engineRekeyWAL, .plaintextExport, .settingsExport].map(KillPath.init)
+    /// Every path; the 3.x → 4.x export only where the linked engine writes 4.x by default.
+    static let all: [KillPath] = ([.pageReencryption, .pageReencryptionWAL, .engineRekey, .engineRekeyWAL, .plaintextExport, .settingsExport]
+        + (SQLCipherEngine.linked.major >= 4 ? [.upgradeExport] : [])).map(KillPath.init)
 
     var testDescription: String {
         switch kind {
@@ -21,8 +25,12 @@ struct KillPath: CustomTestStringConvertible, Sendable {
         case .engineRekeyWAL: "engine rekey (--strategy engineRekey), WAL file"
         case .plaintextExport: "export + swap: plaintext to encrypted"
         case .settingsExport: "export + swap: new cipher settings"
+        case .upgradeExport: "export + swap: 3.x file to 4.x (current key without settings)"
         }
     }
+
+    /// The shell's settings for the old key: `cipher_compatibility = 3` for the 3.x-format file.
+    var oldShellSettings: String { kind == .upgradeExport ? "PRAGMA cipher_compatibility = 3;\n" : "" }
 
     var isDefaultRotation: Bool { kind == .pageReencryption || kind == .pageReencryptionWAL }
     var walMode: Bool { kind == .pageReencryptionWAL || kind == .engineRekeyWAL }
@@ -123,7 +131,7 @@ struct KillSetup {
             expected = try Self.digest(file, KeyList(database: file, keys: [.plaintext(id: "v0"), DatabaseKey(id: "unused", source: .hex(TestKeys.hex()))]))
         } else {
             let mode = path.walMode ? "PRAGMA journal_mode = WAL;\n" : ""
-            let made = try SQLCipherShell.run(file, key: ring.keys[0].shellKey, mode + content + (path.walMode ? "\nPRAGMA wal_checkpoint(TRUNCATE);" : ""))
+            let made = try SQLCipherShell.run(file, key: ring.keys[0].shellKey, path.oldShellSettings + mode + content + (path.walMode ? "\nPRAGMA wal_checkpoint(TRUNCATE);" : ""))
             #expect(made.status == 0, "\(made.stderr)")
             expected = try Self.digest(file, ring.only(0, database: file))
         }
@@ -133,7 +141,7 @@ struct KillSetup {
         switch path.kind {
         case .pageReencryption, .pageReencryptionWAL: RotationMethod.pageReencryption.rawValue
         case .engineRekey, .engineRekeyWAL: RotationMethod.inPlace.rawValue
-        case .plaintextExport, .settingsExport: RotationMethod.export.rawValue
+        case .plaintextExport, .settingsExport, .upgradeExport: RotationMethod.export.rawValue
         }
     }
 
@@ -179,7 +187,7 @@ struct KillSetup {
         let byNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, newShell + "\nPRAGMA integrity_check;")
         let byOld = path.kind == .plaintextExport
             ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
-            : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, "PRAGMA integrity_check;")
+            : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, path.oldShellSettings + "PRAGMA integrity_check;")
         let shellOK = [byNew, byOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
         if !shellOK { problems.append("\(trial): the sqlcipher shell opens the file with neither key: \(byNew.stderr) | \(byOld.stderr)") }
 

@@ -9,6 +9,8 @@ import TestSupport
 struct PowerCutPath: CustomTestStringConvertible, Sendable {
     enum Kind: String, Sendable {
         case pageReencryption, pageReencryptionWAL, plaintextExport, settingsExport, creation
+        /// A 3.x-format file whose current key has no settings, on SQLCipher 4: the export to 4.x.
+        case upgradeExport
     }
 
     let kind: Kind
@@ -20,10 +22,25 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
         case .plaintextExport: "export + swap: plaintext to encrypted"
         case .settingsExport: "export + swap: new cipher settings"
         case .creation: "creation of a new database"
+        case .upgradeExport: "export + swap: 3.x file to 4.x (current key without settings)"
         }
     }
 
-    static let all: [PowerCutPath] = [.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation].map(PowerCutPath.init)
+    /// How the recorded run must rotate (`nil`: it creates the file).
+    var expectedMethod: RotationMethod? {
+        switch kind {
+        case .pageReencryption, .pageReencryptionWAL: .pageReencryption
+        case .plaintextExport, .settingsExport, .upgradeExport: .export
+        case .creation: nil
+        }
+    }
+
+    /// The shell's settings for the old key: `cipher_compatibility = 3` for the 3.x-format file.
+    var oldShellSettings: String { kind == .upgradeExport ? "PRAGMA cipher_compatibility = 3;\n" : "" }
+
+    /// Every path; the 3.x → 4.x export only where the linked engine writes 4.x by default.
+    static let all: [PowerCutPath] = ([.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation]
+        + (SQLCipherEngine.linked.major >= 4 ? [.upgradeExport] : [])).map(PowerCutPath.init)
 }
 
 @Suite("Power cut at every durable step (simulated through the file-operations seam)", .serialized)
@@ -46,6 +63,7 @@ struct PowerCutTests {
         do {
             let database = try EncryptedDatabase(path: work.file("app.sqlite"), keys: setup.keys(at: work.file("app.sqlite")), options: options)
             #expect(database.report.isOnCurrentKey)
+            #expect(database.report.rotation?.method == path.expectedMethod, "the recorded run must take the path under test")
         }
         let events = recorder.recorded.count
         #expect(events >= 3, "the path should make several durable steps through the seam")
@@ -94,6 +112,11 @@ struct PowerCutTests {
                 expected = try Fixture.digest(of: path, with: KeyList(database: path, keys: [.plaintext(id: "v0"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))]))
             case .creation:
                 expected = ""
+            case .upgradeExport:
+                let old = PowerCutPath(kind: kind).oldShellSettings
+                let made = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, old + Fixture.sql(rows: 1500) + "\n" + blobs)
+                #expect(made.status == 0, "\(made.stderr)")
+                expected = try Fixture.digest(of: path, with: ring.only(0, database: path))
             default:
                 try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL)
                 #expect(try SQLCipherShell.run(path, key: ring.keys[0].shellKey, blobs + " PRAGMA wal_checkpoint(TRUNCATE);").status == 0)
@@ -156,7 +179,7 @@ struct PowerCutTests {
             let shellNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, ring.keys[1].shellKey.pragma + settingsPragmas + "PRAGMA integrity_check;")
             let shellOld: ProcessResult = kind == .plaintextExport
                 ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
-                : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, "PRAGMA integrity_check;")
+                : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, PowerCutPath(kind: kind).oldShellSettings + "PRAGMA integrity_check;")
             let shellOK = [shellNew, shellOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
             if !shellOK { problems.append("\(trial): the shell opens the file with neither key: \(shellNew.stderr) / \(shellOld.stderr)") }
 
