@@ -116,4 +116,17 @@ struct TelemetryTests {
         let failed = tracer.finishedSpans.filter { Self.value($0.attributes, "db.path") == path && $0.operationName == "encryptedsqlite.backup" }
         #expect(failed.contains { !$0.errors.isEmpty && $0.status?.code == .error })
     }
+
+    @Test("a database that follows a rotation made elsewhere counts it: live re-keys by from/to key and outcome")
+    func liveRekey() throws {
+        TelemetryBackends.bootstrap()
+        let metrics = TelemetryBackends.metrics
+        let dimensions = [("from_key", "key-0"), ("to_key", "key-1"), ("outcome", "followed")]
+        let before = metrics.counterTotal(label: "encryptedsqlite_live_rekeys_total", dimensions: dimensions)
+        var setup = try RotationElsewhereTests.Setup()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile)
+        try setup.rotateElsewhere()
+        try database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('after')") }
+        #expect(metrics.counterTotal(label: "encryptedsqlite_live_rekeys_total", dimensions: dimensions) >= before + 1)
+    }
 }

@@ -10,27 +10,8 @@ import Tracing
 /// (the cost is measured in Benchmarks/README.md). Dimensions and attributes carry key ids,
 /// strategies and outcomes, spans also the database path; never key material.
 ///
-/// Metrics:
-///
-/// | label | kind | dimensions |
-/// |---|---|---|
-/// | `encryptedsqlite_opens_total` | counter | `outcome` (current, rotated, needs_rotation) |
-/// | `encryptedsqlite_open_keys_tried` | recorder | — |
-/// | `encryptedsqlite_open_duration` | timer | `outcome` |
-/// | `encryptedsqlite_kdf_runs_total` | counter | — |
-/// | `encryptedsqlite_rotations_total` | counter | `method`, `from_key`, `to_key` |
-/// | `encryptedsqlite_rotation_bytes_total` | counter | `method` |
-/// | `encryptedsqlite_rotation_duration` | timer | `method` |
-/// | `encryptedsqlite_verification_failures_total` | counter | `key` |
-/// | `encryptedsqlite_busy_total` | counter | `operation` |
-/// | `encryptedsqlite_migrations_applied_total` | counter | — |
-/// | `encryptedsqlite_migration_duration` | timer | — |
-/// | `encryptedsqlite_backups_total` | counter | `method`, `key` |
-/// | `encryptedsqlite_backup_bytes_total` | counter | `method` |
-/// | `encryptedsqlite_backup_duration` | timer | `method` |
-///
-/// Spans: `encryptedsqlite.open`, `encryptedsqlite.rotate`, `encryptedsqlite.migrate`,
-/// `encryptedsqlite.backup`.
+/// The metrics and spans are listed for users in the EncryptedSQLite documentation's
+/// "Observability" section (EncryptedSQLite.md), their one home.
 package enum Telemetry {
     /// An open finished: `outcome` is `current`, `rotated` or `needs_rotation`.
     package static func opened(outcome: String, keysTried: Int, duration: Duration) {
@@ -59,6 +40,12 @@ package enum Telemetry {
     /// An operation gave up waiting for another connection's lock.
     package static func busy(operation: String) {
         Counter(label: "encryptedsqlite_busy_total", dimensions: [("operation", operation)]).increment()
+    }
+
+    /// A running database met its file rotated by another process (or database object) and
+    /// followed it (`outcome` `followed`, `to_key` the key it is on now) or could not (`failed`).
+    package static func followedRotation(fromKey: String, toKey: String?, outcome: String) {
+        Counter(label: "encryptedsqlite_live_rekeys_total", dimensions: [("from_key", fromKey), ("to_key", toKey ?? "none"), ("outcome", outcome)]).increment()
     }
 
     /// Migrations were applied.

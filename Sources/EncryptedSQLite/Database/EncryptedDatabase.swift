@@ -384,6 +384,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
             (opened, keys) = try ConcurrentOpen(path: path, source: source, options: reopen).open(afterRotationElsewhere: true)
         } catch {
             logger.error("could not follow a rotation made by another process", metadata: ["path": "\(path)", "key": "\(previous)", "error": "\(error)"])
+            Telemetry.followedRotation(fromKey: previous, toKey: nil, outcome: "failed")
             throw error
         }
         try? setup.run(on: opened.connection)
@@ -393,6 +394,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
         currentReport = opened.report
         keysLock.withLock { currentKeys = keys }
         readers?.replaceKey(Self.readerKey(for: opened.key, path: path, options: options))
+        Telemetry.followedRotation(fromKey: previous, toKey: opened.report.openedWithKeyID, outcome: "followed")
         logger.notice("followed a rotation made by another process", metadata: [
             "path": "\(path)", "from": "\(previous)", "to": "\(opened.report.openedWithKeyID)",
             "rotated": "\(opened.report.rotated)", "operation": "\(operation)",
