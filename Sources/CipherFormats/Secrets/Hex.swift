@@ -1,11 +1,11 @@
 /// Hexadecimal digits of key material, read and written byte by byte into the library's zeroed
 /// buffers (never through `String`, whose storage the library cannot wipe).
-enum Hex {
+package enum Hex {
     /// The lowercase digits, indexed by value.
     static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The value of one ASCII hex digit (either case), or `nil` for any other byte.
-    static func value(of byte: UInt8) -> UInt8? {
+    package static func value(of byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10

@@ -1,23 +1,25 @@
 import Foundation
 
-/// A heap buffer for key material that is zeroed before its memory is freed.
+/// A buffer for key material that is zeroed before its memory is released.
+///
+/// Each buffer lives on pages of its own (an anonymous mapping), locked in memory with `mlock`
+/// where `RLIMIT_MEMLOCK` allows, so that it is never written to swap, and marked
+/// `MADV_DONTDUMP`, so that a core dump leaves it out (see ``SecretMemory``).
 ///
 /// It never prints its contents: `description`, `debugDescription` and reflection all show a
 /// fixed placeholder. It is immutable after creation, which makes sharing it across threads safe.
 package final class SecretBytes: @unchecked Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     private let storage: UnsafeMutableRawBufferPointer
+    private let locked: Bool
 
     /// Copies `bytes` into a new buffer.
-    init(copying bytes: some Collection<UInt8>) {
-        storage = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
-        _ = storage.initializeMemory(as: UInt8.self, from: bytes)
-        count = bytes.count
+    package convenience init(copying bytes: some Collection<UInt8>) {
+        self.init(count: bytes.count) { buffer in _ = buffer.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
-    /// A buffer of `count` bytes filled by `fill`, which receives the uninitialized buffer.
+    /// A buffer of `count` bytes filled by `fill`, which receives the buffer, zeroed.
     package init(count: Int, fill: (UnsafeMutableRawBufferPointer) -> Void) {
-        storage = .allocate(byteCount: max(count, 1), alignment: 16)
-        storage.initializeMemory(as: UInt8.self, repeating: 0)
+        (storage, locked) = SecretMemory.allocate(byteCount: count)
         self.count = count
         fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))
     }
@@ -27,7 +29,7 @@ package final class SecretBytes: @unchecked Sendable, CustomStringConvertible, C
         #if DEBUG
         SecretBytes.zeroingObserver.notify(UnsafeRawBufferPointer(storage))
         #endif
-        storage.deallocate()
+        SecretMemory.release(storage, locked: locked)
     }
 
     #if DEBUG
