@@ -12,6 +12,9 @@ struct CommonOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds to wait for another process's lock before failing.", valueName: "seconds"))
     var busyTimeout: Double = 5
 
+    @Flag(help: "Do not check the owner and mode of the Keys file, key files and their folders (for tests and demos; says so on standard error).")
+    var noStrictModes = false
+
     @Flag(name: .shortAndLong, help: "Log each step to standard error (key ids and timings, never key material).")
     var verbose = false
 
@@ -38,11 +41,17 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    var keysPath: String { keysFile ?? ProcessInfo.processInfo.environment[Self.keysFileVariable] ?? "Keys" }
+    // getenv, not ProcessInfo.environment: that would copy every variable, key values included, into Strings.
+    var keysPath: String { keysFile ?? getenv(Self.keysFileVariable).map { String(cString: $0) } ?? "Keys" }
     /// The busy timeout (checked by `validate()`).
     var timeout: Duration { FleetLimits.busyTimeout(seconds: busyTimeout) ?? FleetLimits.busyTimeout.lowerBound }
 
-    func bootstrapLogging() {
+    /// Applies --no-strict-modes (with a warning) and sets up logging; first thing in every `run()`.
+    func prepare() {
+        if noStrictModes {
+            StrictModes.isEnabled = false
+            printError("warning: --no-strict-modes: the owner and mode of the Keys file, key files and their folders are NOT checked")
+        }
         let level: Logger.Level = verbose ? .info : .warning
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

@@ -25,7 +25,7 @@ struct Decrypt: ParsableCommand {
     }
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let keys = try common.keyList(for: database)
         do {
             try DatabaseInspection.decryptedCopy(path: database, keys: keys, to: out, busyTimeout: common.timeout)

@@ -16,7 +16,7 @@ struct Dump: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let keys = try common.keyList(for: database)
         var handle = FileHandle.standardOutput
         if let out {

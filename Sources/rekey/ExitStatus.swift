@@ -27,7 +27,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .cannotCreate: return "the output file already exists (it is never overwritten)"
         case .ioError: return "I/O error, disk full, or the rotation did not verify"
         case .busy: return "the database is locked by another process; try again"
-        case .permission: return "permission problem (read-only file or folder, key file readable by others)"
+        case .permission: return "permission problem (read-only file or folder; Keys file, key file or their folder with an untrusted owner or mode)"
         case .invalidKeys: return "invalid or missing Keys file, or the database is not listed in it"
         }
     }
@@ -38,7 +38,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
 
     init(_ error: KeyConfigurationError) {
         switch error {
-        case .keyFileTooPermissive: self = .permission
+        case .keyFileTooPermissive, .keyFileUntrusted, .keysFileUntrusted: self = .permission
         default: self = .invalidKeys
         }
     }

@@ -24,6 +24,18 @@ struct RekeyCommand: ParsableCommand {
     /// repeats a value typed on the command line (`--jobs <secret>` would otherwise be echoed as
     /// "The value '<secret>' is invalid"), because that value may be a key someone tried to pass.
     static func main() {
+        // First, before any key is read: no core dumps, no inspection by other processes of this
+        // user, and a crash prints no memory and ends the process (see ProcessHardening).
+        let hardening = ProcessHardening.apply()
+        if !hardening.problems.isEmpty {
+            printError("warning: process hardening incomplete: \(hardening.problems.joined(separator: "; "))")
+        }
+        atexit {
+            let unlocked = ProcessHardening.unlockedSecretBuffers
+            if unlocked > 0 {
+                printError("warning: \(unlocked) key buffer(s) could not be locked in memory (RLIMIT_MEMLOCK reached) and may have been swapped; they were still kept out of core dumps and zeroed")
+            }
+        }
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()

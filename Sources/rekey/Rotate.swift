@@ -52,7 +52,7 @@ struct Rotate: ParsableCommand {
     }
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let databases = try common.databases(selection.selection)
         let options = OpenOptions(busyTimeout: common.timeout, verification: verify, rotationStrategy: strategy, rotationThreads: threads, logger: Logger(label: "rekey"))
         let printer = OutcomePrinter(json: json)

@@ -23,7 +23,7 @@ struct Status: ParsableCommand {
     }
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let databases = try common.databases(selection.selection)
         let printer = StatusPrinter(json: json)
         let report = FleetInspection(databases: databases, busyTimeout: common.timeout).run { _, outcome in

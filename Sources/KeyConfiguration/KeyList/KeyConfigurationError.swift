@@ -33,12 +33,16 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case keyFileUnreadable(path: String, keyID: String, database: String, reason: String)
     /// The key file can be read or written by group or others (`mode` is its permission bits).
     case keyFileTooPermissive(path: String, mode: UInt32, keyID: String, database: String)
+    /// The key file, or a folder above it, breaks the trust rules (see ``FileTrustProblem``).
+    case keyFileUntrusted(path: String, keyID: String, database: String, problem: FileTrustProblem)
     /// A key entry in the `Keys` file names no source, or more than one.
     case keySourceCount(keyID: String, database: String, sources: [String], keysFile: String)
     /// The `Keys` file does not exist.
     case keysFileMissing(path: String)
     /// The `Keys` file could not be read.
     case keysFileUnreadable(path: String, reason: String)
+    /// The `Keys` file, or a folder above it, breaks the trust rules (see ``FileTrustProblem``).
+    case keysFileUntrusted(path: String, problem: FileTrustProblem)
     /// The `Keys` file is not valid YAML or not of the expected shape; `location` says where.
     case keysFileInvalid(path: String, location: String, problem: String)
     /// The `Keys` file has a field this library does not know (often a typo).
@@ -59,15 +63,46 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     /// `passphrase:secret` without a space, which YAML reads as one name). It is never shown.
     public static let hiddenFieldName = "<not shown>"
 
-    /// `name` when it looks like a field name (letters, digits, `_` and `-`, at most 40
-    /// characters, not starting with a digit); else ``hiddenFieldName``, so that a value typed in
-    /// the place of a name (possibly a key) never appears in an error.
+    /// Every field name the Keys file format defines, in any mapping.
+    static let formatFieldNames = [
+        "databases", "path", "keys", "id", "passphrase", "hex", "env", "file", "format", "plaintext", "cipher", "legacy",
+        "created", "kdf_iter", "page_size", "use_hmac",
+    ]
+
+    /// `name` when it is a field name of the format or a near miss of one (at most two letters
+    /// added, dropped or changed, ignoring case: a typo such as `passprase`); else
+    /// ``hiddenFieldName``, so that a value typed in the place of a name (possibly a key, even one
+    /// shaped like a word) never appears in an error.
     static func shownFieldName(_ name: String) -> String {
-        guard let first = name.unicodeScalars.first, name.unicodeScalars.count <= 40,
-              first == "_" || ("a"..."z").contains(first) || ("A"..."Z").contains(first),
-              name.unicodeScalars.allSatisfy({ $0 == "_" || $0 == "-" || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) })
-        else { return hiddenFieldName }
-        return name
+        let lowered = Array(name.lowercased().utf8)
+        guard lowered.count <= 40 else { return hiddenFieldName }
+        let near = formatFieldNames.contains { field in
+            let limit = field.count <= 4 ? 1 : 2
+            return editDistance(lowered, Array(field.utf8), limit: limit) <= limit
+        }
+        return near ? name : hiddenFieldName
+    }
+
+    /// The Levenshtein distance of `a` and `b`, or `limit + 1` when it is larger than `limit`.
+    private static func editDistance(_ a: [UInt8], _ b: [UInt8], limit: Int) -> Int {
+        guard abs(a.count - b.count) <= limit else { return limit + 1 }
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + [Int](repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// `variable` when it is written the way environment variables conventionally are (upper-case
+    /// letters, digits and `_`), else a phrase that does not show it: a passphrase written under
+    /// `env:` by mistake is usually not upper case, and must not be printed as a variable's name.
+    static func shownVariableName(_ variable: String) -> String {
+        let conventional = !variable.isEmpty && variable.unicodeScalars.allSatisfy { $0 == "_" || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }
+        return conventional ? variable : "(its name is not shown: it is not written in UPPER_CASE, so it may be a key given under env: by mistake)"
     }
 
     /// What is wrong, where, and what to do.
@@ -87,11 +122,13 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
         case let .invalidMaterial(keyID, database, source, problem):
             return "\(database): key \"\(keyID)\" (\(source)): \(problem)"
         case let .environmentVariableUnset(variable, keyID, database):
-            return "\(database): key \"\(keyID)\" reads environment variable \(variable), which is not set; export it before running"
+            return "\(database): key \"\(keyID)\" reads environment variable \(Self.shownVariableName(variable)), which is not set; export it before running (or, if the name is the key itself, put the key in a variable and give its name)"
         case let .keyFileUnreadable(path, keyID, database, reason):
             return "\(database): key \"\(keyID)\": cannot read key file \(path) (\(reason)); check the path, and that it is a regular file this user can read"
         case let .keyFileTooPermissive(path, mode, keyID, database):
             return "\(database): key \"\(keyID)\": key file \(path) is accessible by group or others (mode \(String(mode, radix: 8))); run: chmod 600 \(path)"
+        case let .keyFileUntrusted(path, keyID, database, problem):
+            return "\(database): key \"\(keyID)\": key file \(path) is not trusted: \(problem.explanation(path: path))"
         case let .keySourceCount(keyID, database, sources, keysFile):
             if sources.isEmpty {
                 return "\(keysFile): database \(database), key \"\(keyID)\" has no material; give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
@@ -101,6 +138,8 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "Keys file \(path) does not exist; copy Keys.example to it, or point --keys / REKEY_KEYS_FILE at yours"
         case let .keysFileUnreadable(path, reason):
             return "Keys file \(path) cannot be read (\(reason)); check that it is a file this user can read, or point --keys / REKEY_KEYS_FILE at yours"
+        case let .keysFileUntrusted(path, problem):
+            return "Keys file \(path) is not trusted: \(problem.explanation(path: path))"
         case let .keysFileInvalid(path, location, problem):
             return "Keys file \(path) is invalid at \(location): \(problem); see Keys.example for the expected shape"
         case let .unknownField(path, location, field, allowed):

@@ -26,13 +26,14 @@ public struct KeyList: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - database: The database path or name, used in error messages.
     ///   - keys: The keys, oldest first; the last is the current key.
-    ///   - environment: Where `environment` sources are looked up; the process environment by default.
+    ///   - environment: Where `environment` sources are looked up; `nil` (the default): the process
+    ///     environment, read with `getenv` straight into a zeroed buffer (no `String` copy).
     /// - Throws: ``KeyConfigurationError`` for an empty list, an empty or duplicate id, keys whose
     ///   `created` dates are not oldest first
     ///   (``KeyConfigurationError/keysOutOfOrder(database:newerKeyID:newerCreated:olderKeyID:olderCreated:)``),
     ///   an unset environment variable, an unreadable or group/world-readable key file, or invalid
     ///   material.
-    public init(database: String, keys: [DatabaseKey], environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeyConfigurationError) {
+    public init(database: String, keys: [DatabaseKey], environment: [String: String]? = nil) throws(KeyConfigurationError) {
         guard !keys.isEmpty else { throw .emptyKeyList(database: database) }
         try Self.checkCreationOrder(keys, database: database)
         var seen = Set<String>()

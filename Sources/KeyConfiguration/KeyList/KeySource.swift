@@ -19,16 +19,17 @@ public enum KeyFormat: String, Sendable, Codable, CaseIterable {
 ///
 /// A source is resolved when a ``KeyList`` is built: environment variables are read, key files are
 /// checked and read, text is validated. Its `description` names the source (e.g.
-/// `env APP_DB_KEY`, `file /etc/app/db.key`) and never the secret.
+/// `env APP_DB_KEY`, `file /etc/app/db.key`) and never the secret. Passphrase and hex text is
+/// held in a ``KeyText`` (a zeroed buffer), never in a `String`.
 ///
 /// ```swift
 /// DatabaseKey(id: "2025-06", source: .file(path: "/etc/app/db.key", format: .binary))
 /// ```
 public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A passphrase given in configuration.
-    case passphrase(String)
+    case passphrase(KeyText)
     /// A raw key given as 64 hex digits.
-    case hex(String)
+    case hex(KeyText)
     /// The value of an environment variable, read as `format`.
     case environment(variable: String, format: KeyFormat = .passphrase)
     /// The contents of a file, read as `format`. A trailing newline is ignored for `passphrase`
@@ -40,12 +41,23 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// entry of a key list, so that opening encrypts such a file to the current key.
     case plaintext
 
+    /// A passphrase given as a `String` (copied into a ``KeyText``; the `String` stays yours).
+    @_disfavoredOverload
+    public static func passphrase(_ text: String) -> KeySource { .passphrase(KeyText(text)) }
+
+    /// A raw key given as 64 hex digits in a `String` (copied into a ``KeyText``).
+    @_disfavoredOverload
+    public static func hex(_ digits: String) -> KeySource { .hex(KeyText(digits)) }
+
     /// A short, secret-free name of the source.
     public var description: String {
         switch self {
         case .passphrase: return "passphrase"
         case .hex: return "hex"
-        case let .environment(variable, format): return "env \(variable) (\(format.rawValue))"
+        case let .environment(variable, format):
+            // A name not in UPPER_CASE may be a key written under env: by mistake (see KeyConfigurationError).
+            let shown = KeyConfigurationError.shownVariableName(variable) == variable ? variable : "(name not shown)"
+            return "env \(shown) (\(format.rawValue))"
         case let .file(path, format): return "file \(path) (\(format.rawValue))"
         case .material(let material): return "material (\(material.kind.rawValue))"
         case .plaintext: return "plaintext (no encryption)"
@@ -165,28 +177,34 @@ enum KeySourceResolver {
     /// The largest key file read; a key file is a few dozen bytes.
     static let maximumKeyFileSize = 64 * 1024
 
-    static func resolve(_ key: DatabaseKey, database: String, environment: [String: String]) throws(KeyConfigurationError) -> KeyMaterial {
+    static func resolve(_ key: DatabaseKey, database: String, environment: [String: String]?) throws(KeyConfigurationError) -> KeyMaterial {
         func wrap<T>(_ body: () throws(KeyMaterialProblem) -> T) throws(KeyConfigurationError) -> T {
             do { return try body() } catch { throw .invalidMaterial(keyID: key.id, database: database, source: key.source.description, problem: error) }
         }
         switch key.source {
         case .passphrase(let text):
-            return try wrap { () throws(KeyMaterialProblem) in try KeyMaterial.passphrase(text) }
+            return try wrap { () throws(KeyMaterialProblem) in
+                try text.bytes.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in try KeyMaterial.passphrase(bytes: bytes) }
+            }
         case .hex(let text):
-            return try wrap { () throws(KeyMaterialProblem) in try KeyMaterial.rawKey(hex: text) }
+            return try wrap { () throws(KeyMaterialProblem) in
+                try text.bytes.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in try KeyMaterial.rawKey(hexBytes: bytes) }
+            }
         case .material(let material):
             return material
         case .plaintext:
             preconditionFailure("the plaintext entry has no material; KeyList handles it")
         case let .environment(variable, format):
-            guard let value = environment[variable] else {
+            guard let value = environmentValue(variable, in: environment) else {
                 throw .environmentVariableUnset(variable: variable, keyID: key.id, database: database)
             }
             return try wrap { () throws(KeyMaterialProblem) in
-                switch format {
-                case .passphrase: return try KeyMaterial.passphrase(bytes: value.utf8)
-                case .hex: return try KeyMaterial.rawKey(hexBytes: value.utf8)
-                case .binary: throw KeyMaterialProblem.wrongByteCount(bytes: value.utf8.count)
+                try value.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in
+                    switch format {
+                    case .passphrase: return try KeyMaterial.passphrase(bytes: bytes)
+                    case .hex: return try KeyMaterial.rawKey(hexBytes: bytes)
+                    case .binary: throw KeyMaterialProblem.wrongByteCount(bytes: bytes.count)
+                    }
                 }
             }
         case let .file(path, format):
@@ -209,47 +227,37 @@ enum KeySourceResolver {
         }
     }
 
-    /// Reads a key file into a secret buffer after checking that only its owner can read it.
+    /// The value of `variable` in a zeroed buffer: from `environment` when given, else straight
+    /// from the process environment (`getenv`), without a `String` copy.
+    static func environmentValue(_ variable: String, in environment: [String: String]?) -> SecretBytes? {
+        if let environment {
+            return environment[variable].map { SecretBytes(copying: $0.utf8) }
+        }
+        guard let value = getenv(variable) else { return nil }
+        return SecretBytes(copying: UnsafeRawBufferPointer(start: value, count: strlen(value)))
+    }
+
+    /// Reads a key file into a secret buffer through ``TrustedFile`` (regular file, opened without
+    /// blocking, at most ``maximumKeyFileSize`` bytes, owner and modes as ``StrictModes`` says,
+    /// not readable by group or others).
     static func readKeyFile(path: String, keyID: String, database: String) throws(KeyConfigurationError) -> SecretBytes {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(errno)))
-        }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(errno)))
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "not a regular file")
-        }
-        let permissions = status.st_mode & 0o777
-        guard permissions & 0o077 == 0 else {
-            throw .keyFileTooPermissive(path: path, mode: permissions, keyID: keyID, database: database)
-        }
-        guard Int(status.st_size) <= maximumKeyFileSize else {
-            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "larger than \(maximumKeyFileSize) bytes; a key file holds one key")
-        }
-        var failure: Int32 = 0
-        var total = 0
-        let buffer = SecretBytes(count: Int(status.st_size)) { buffer in
-            while total < buffer.count {
-                let read = Foundation.read(descriptor, buffer.baseAddress! + total, buffer.count - total)
-                if read < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                if read == 0 { break }
-                total += read
+        do {
+            return try TrustedFile.read(path: path, limit: maximumKeyFileSize, readableByOthersAllowed: false).bytes
+        } catch {
+            switch error {
+            case .missing:
+                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(ENOENT)))
+            case .unreadable(let reason):
+                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: reason)
+            case .untrusted(.notARegularFile(let kind)):
+                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "\(kind), not a regular file")
+            case .untrusted(.tooLarge(_, let limit)):
+                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "larger than \(limit) bytes; a key file holds one key")
+            case .untrusted(.readableByOthers(let mode)):
+                throw .keyFileTooPermissive(path: path, mode: mode, keyID: keyID, database: database)
+            case .untrusted(let problem):
+                throw .keyFileUntrusted(path: path, keyID: keyID, database: database, problem: problem)
             }
         }
-        guard failure == 0 else {
-            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(failure)))
-        }
-        guard total == buffer.count else {
-            throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "the file changed size while it was read")
-        }
-        return buffer
     }
 }
