@@ -80,8 +80,8 @@ public struct TestKeyring: Sendable {
         for key in keys {
             lines.append("      - id: \"\(key.id)\"")
             switch key.key.source {
-            case .passphrase(let text): lines.append("        passphrase: \"\(text.replacingOccurrences(of: "\"", with: "\\\""))\"")
-            case .hex(let digits): lines.append("        hex: \(digits)")
+            case .passphrase: lines.append("        passphrase: \"\(key.secret.replacingOccurrences(of: "\"", with: "\\\""))\"")
+            case .hex: lines.append("        hex: \(key.secret)")
             case let .environment(variable, format): lines.append("        env: \(variable)\n        format: \(format.rawValue)")
             case let .file(path, format): lines.append("        file: \(path)\n        format: \(format.rawValue)")
             case .material: break

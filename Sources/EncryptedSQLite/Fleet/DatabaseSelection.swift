@@ -62,7 +62,7 @@ public struct DatabaseSelection: Sendable, Equatable {
     /// - Throws: ``DatabaseSelectionError/nothingSelected`` when ``isEmpty``, and
     ///   ``DatabaseSelectionError/noDatabases(keysFile:)`` when only ``includesAll`` was asked and
     ///   the Keys file names no database (its patterns match no file now).
-    public func databases(in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) throws(DatabaseSelectionError) -> [FleetDatabase] {
+    public func databases(in keysFile: KeysFile, environment: [String: String]? = nil) throws(DatabaseSelectionError) -> [FleetDatabase] {
         guard !isEmpty else { throw .nothingSelected }
         // Each file once, however it is named (relative, absolute, through a link to its folder):
         // two workers must never rotate the same file at once.
@@ -85,7 +85,7 @@ public struct DatabaseSelection: Sendable, Equatable {
     /// - Throws: ``DatabaseSelectionError/nothingSelected`` when ``isEmpty``;
     ///   ``DatabaseSelectionError/keysFile(_:)`` when the Keys file cannot be loaded and no path is
     ///   named; ``DatabaseSelectionError/noDatabases(keysFile:)`` as for ``databases(in:environment:)``.
-    public func databases(inKeysFileAt keysFilePath: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(DatabaseSelectionError) -> [FleetDatabase] {
+    public func databases(inKeysFileAt keysFilePath: String, environment: [String: String]? = nil) throws(DatabaseSelectionError) -> [FleetDatabase] {
         guard !isEmpty else { throw .nothingSelected }
         let keysFile: KeysFile
         do throws(KeyConfigurationError) {

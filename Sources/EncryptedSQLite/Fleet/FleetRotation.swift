@@ -27,12 +27,12 @@ public struct FleetDatabase: Sendable {
 
     /// Every database `keysFile` names (exact entries and glob matches, see
     /// `KeysFile/allDatabasePaths()`), each with its key list.
-    public static func all(in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) -> [FleetDatabase] {
+    public static func all(in keysFile: KeysFile, environment: [String: String]? = nil) -> [FleetDatabase] {
         keysFile.allDatabasePaths().map { named($0, in: keysFile, environment: environment) }
     }
 
     /// `path` with its key list from `keysFile`.
-    public static func named(_ path: String, in keysFile: KeysFile, environment: [String: String] = ProcessInfo.processInfo.environment) -> FleetDatabase {
+    public static func named(_ path: String, in keysFile: KeysFile, environment: [String: String]? = nil) -> FleetDatabase {
         do {
             return FleetDatabase(path: path, keys: try keysFile.keyList(forDatabase: path, environment: environment),
                                  maximumKeyAgeDays: keysFile.entry(forDatabase: path)?.maximumKeyAgeDays)

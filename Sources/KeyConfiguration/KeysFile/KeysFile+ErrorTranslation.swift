@@ -30,7 +30,7 @@ extension KeysFile {
     }
 
     /// Where a YAML syntax error is: a line and column, a byte offset, or the whole file.
-    private static func location(of error: YamlError) -> String {
+    static func location(of error: YamlError) -> String {
         switch error {
         case let .scanner(_, _, mark, _), let .parser(_, _, mark, _), let .composer(_, _, mark, _):
             return "line \(mark.line), column \(mark.column)"
@@ -44,7 +44,7 @@ extension KeysFile {
     }
 
     /// What is wrong with the YAML, in the parser's words (which name no content).
-    private static func problem(of error: YamlError) -> String {
+    static func problem(of error: YamlError) -> String {
         switch error {
         case let .scanner(_, problem, _, _), let .parser(_, problem, _, _), let .composer(_, problem, _, _):
             return "not valid YAML (\(problem))"

@@ -12,10 +12,11 @@ extension KeysFile {
     ///   - database: The database path as written, for messages.
     ///   - keysFile: The Keys file's path, for messages.
     ///   - baseDirectory: The folder a relative key-file path is taken from.
+    ///   - secrets: The passphrase and hex values, which the decoded entry holds placeholders for.
     /// - Throws: ``KeyConfigurationError/keySourceCount(keyID:database:sources:keysFile:)`` or
     ///   ``KeyConfigurationError/keysFileInvalid(path:location:problem:)``.
     static func databaseKey(
-        from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String
+        from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String, secrets: KeysFileSecrets
     ) throws(KeyConfigurationError) -> DatabaseKey {
         let sources = key.presentSources
         guard sources.count == 1 else {
@@ -43,10 +44,11 @@ extension KeysFile {
         let source: KeySource
         if key.plaintext == true {
             source = .plaintext
-        } else if let passphrase = key.passphrase {
-            source = .passphrase(passphrase)
-        } else if let hex = key.hex {
-            source = .hex(hex)
+        } else if let placeholder = key.passphrase ?? key.hex {
+            guard let text = secrets.value(forPlaceholder: placeholder) else {
+                throw .keysFileInvalid(path: keysFile, location: location, problem: "the \(key.passphrase != nil ? "passphrase" : "hex") value could not be read byte-exactly; write it on one line, plain or in quotes")
+            }
+            source = key.passphrase != nil ? .passphrase(text) : .hex(text)
         } else if let variable = key.env {
             guard format != .binary else {
                 throw .keysFileInvalid(path: keysFile, location: location, problem: "format binary applies to key files only")

@@ -1,3 +1,4 @@
+import CipherFormats
 import Foundation
 import Yams
 
@@ -46,45 +47,74 @@ public struct KeysFile: Sendable {
     /// The database entries, in file order.
     public let entries: [Entry]
 
+    /// The largest Keys file read: 1 MiB, room for thousands of entries.
+    public static let maximumSize = 1 << 20
+
     /// Reads and checks a Keys file.
+    ///
+    /// The file is read through the same checks as key files (see the Keys File guide): a regular
+    /// file (a named pipe or device is refused without blocking), at most ``maximumSize`` bytes,
+    /// owned by this user or root, not writable by group or others, in folders others cannot
+    /// write; and, when it holds `passphrase:` or `hex:` material, not readable by group or others
+    /// (``StrictModes`` turns the owner and mode rules off). Passphrase and hex values go from the
+    /// file's bytes straight into zeroed buffers; the bytes read are zeroed before this returns.
     /// - Throws: ``KeyConfigurationError/keysFileMissing(path:)``,
     ///   ``KeyConfigurationError/keysFileUnreadable(path:reason:)``,
+    ///   ``KeyConfigurationError/keysFileUntrusted(path:problem:)``,
     ///   ``KeyConfigurationError/keysFileInvalid(path:location:problem:)``,
     ///   ``KeyConfigurationError/unknownField(path:location:field:allowed:)`` or
     ///   ``KeyConfigurationError/keySourceCount(keyID:database:sources:keysFile:)``.
     public static func load(path: String) throws(KeyConfigurationError) -> KeysFile {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .keysFileMissing(path: path)
-        }
-        guard !isDirectory.boolValue else { throw .keysFileUnreadable(path: path, reason: "it is a directory") }
-        let data: Data
+        let file: TrustedFile
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            file = try TrustedFile.read(path: path, limit: maximumSize, readableByOthersAllowed: true)
         } catch {
-            throw .keysFileUnreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw .keysFileInvalid(path: path, location: "the file", problem: "it is not UTF-8 text")
+            switch error {
+            case .missing: throw .keysFileMissing(path: path)
+            case .unreadable(let reason): throw .keysFileUnreadable(path: path, reason: reason)
+            case .untrusted(.notARegularFile(let kind)): throw .keysFileUnreadable(path: path, reason: "it is \(kind), not a regular file")
+            case .untrusted(let problem): throw .keysFileUntrusted(path: path, problem: problem)
+            }
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        return try KeysFile(yaml: text, path: path, baseDirectory: folder)
+        let keysFile = try KeysFile(bytes: file.bytes, path: path, baseDirectory: folder)
+        if keysFile.holdsMaterial {
+            do { try file.requireNotReadableByOthers() } catch { throw .keysFileUntrusted(path: path, problem: error) }
+        }
+        return keysFile
     }
 
     /// Parses Keys file text.
+    ///
+    /// The text's passphrase and hex values are copied into zeroed buffers; the `String` itself
+    /// stays yours (``load(path:)`` never makes one).
     /// - Parameters:
     ///   - yaml: The file's text.
     ///   - path: The file's path, for messages.
     ///   - baseDirectory: The folder relative database and key-file paths are taken from.
     /// - Throws: the same errors as ``load(path:)`` except the file-access ones.
     public init(yaml: String, path: String, baseDirectory: String) throws(KeyConfigurationError) {
+        try self.init(bytes: SecretBytes(copying: yaml.utf8), path: path, baseDirectory: baseDirectory)
+    }
+
+    /// Parses a Keys file's bytes (see ``KeysFileSecrets``).
+    init(bytes: SecretBytes, path: String, baseDirectory: String) throws(KeyConfigurationError) {
+        let parsed: Result<KeysFileSecrets, KeysFileSecrets.Failure> = bytes.withUnsafeBytes { raw in
+            do throws(KeysFileSecrets.Failure) { return .success(try KeysFileSecrets(bytes: raw)) } catch { return .failure(error) }
+        }
+        let secrets: KeysFileSecrets
+        switch parsed {
+        case .success(let value): secrets = value
+        case .failure(let error): throw .keysFileInvalid(path: path, location: error.location, problem: error.problem)
+        }
         let document: KeysFileDocument
         do {
-            document = try YAMLDecoder().decode(KeysFileDocument.self, from: yaml)
+            document = try YAMLDecoder().decode(KeysFileDocument.self, from: secrets.text)
         } catch {
             throw Self.configurationError(decoding: error, path: path)
         }
         self.path = path
+        holdsMaterial = secrets.holdsMaterial
         var entries: [Entry] = []
         for (index, database) in document.databases.enumerated() {
             guard !database.path.isEmpty else {
@@ -93,7 +123,7 @@ public struct KeysFile: Sendable {
             let absolute = Self.absolute(database.path, base: baseDirectory)
             var keys: [DatabaseKey] = []
             for key in database.keys {
-                keys.append(try Self.databaseKey(from: key, at: index, database: database.path, keysFile: path, baseDirectory: baseDirectory))
+                keys.append(try Self.databaseKey(from: key, at: index, database: database.path, keysFile: path, baseDirectory: baseDirectory, secrets: secrets))
             }
             if let days = database.maxKeyAgeDays, days < 1 {
                 throw .keysFileInvalid(path: path, location: "databases[\(index)].max_key_age_days", problem: "the maximum key age must be a whole number of days, at least 1")
@@ -102,6 +132,9 @@ public struct KeysFile: Sendable {
         }
         self.entries = entries
     }
+
+    /// `true` when the file holds `passphrase:` or `hex:` material.
+    let holdsMaterial: Bool
 
     /// The entry for a database path, compared after making both paths absolute and resolving
     /// symbolic links in their folders.
@@ -137,7 +170,7 @@ public struct KeysFile: Sendable {
     /// - Throws: ``KeyConfigurationError/databaseNotConfigured(database:resolvedPath:keysFile:configured:resolvedConfigured:)``
     ///   when the file has no entry for it (the message shows the path as resolved and every
     ///   entry as resolved), or any error of ``KeyList/init(database:keys:environment:)``.
-    public func keyList(forDatabase databasePath: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(KeyConfigurationError) -> KeyList {
+    public func keyList(forDatabase databasePath: String, environment: [String: String]? = nil) throws(KeyConfigurationError) -> KeyList {
         guard let entry = entry(forDatabase: databasePath) else {
             throw .databaseNotConfigured(
                 database: databasePath, resolvedPath: Self.absolute(databasePath, base: FileManager.default.currentDirectoryPath),

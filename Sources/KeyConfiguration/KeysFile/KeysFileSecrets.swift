@@ -1,0 +1,375 @@
+import CipherFormats
+import Foundation
+import Yams
+
+/// The `passphrase:` and `hex:` values of a Keys file, read straight from the file's bytes into
+/// ``KeyText`` buffers, and the text the YAML decoder gets instead: the same file with each of
+/// those values replaced by a placeholder. The parser (libyaml, Yams) therefore never sees key
+/// material, and no `String` ever holds it.
+///
+/// The values are found in two passes. First, a masked copy of the file, in which every byte that
+/// is not YAML punctuation or white space is replaced by a letter (so it has the same structure,
+/// lines and columns, and no key material), is composed into nodes; each value of a `passphrase`
+/// or `hex` field is located by its node's line, column and style, and its bytes are copied from
+/// the file. Then the placeholders go in. Values written on one line (plain, single-quoted or
+/// double-quoted) are read byte-exactly; block scalars (`|`, `>`) and values spread over several
+/// lines are refused, as are YAML tags (`!!binary`, `!str`), which the format does not define.
+struct KeysFileSecrets {
+    /// The Keys file's text with every secret value replaced by a placeholder.
+    let text: String
+    /// The secret values, by placeholder number.
+    let values: [KeyText]
+
+    /// The placeholder for value `index`: a double-quoted scalar no Keys file can otherwise contain
+    /// as a `passphrase:` or `hex:` value (every such value is replaced).
+    static func placeholder(_ index: Int) -> String { "\u{1}key-text-\(index)" }
+
+    /// The value a decoded `passphrase:` or `hex:` field stands for; `nil` when the field was not
+    /// replaced (then it was not a scalar the first pass could read).
+    func value(forPlaceholder text: String) -> KeyText? {
+        let prefix = Self.placeholder(0).dropLast()
+        guard text.hasPrefix(prefix), let index = Int(text.dropFirst(prefix.count)), values.indices.contains(index) else { return nil }
+        return values[index]
+    }
+
+    /// The fields whose values are key material.
+    static let secretFields: Set<String> = ["passphrase", "hex"]
+
+    /// Why the file cannot be read; `location` is a line and column, or `the file`.
+    struct Failure: Error {
+        let location: String
+        let problem: String
+    }
+
+    /// Finds the secret values in `bytes`, the whole Keys file.
+    init(bytes file: UnsafeRawBufferPointer) throws(Failure) {
+        // A byte order mark is not part of the YAML text.
+        let start = file.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        let bytes = UnsafeRawBufferPointer(rebasing: file[start...])
+        guard Self.isValidUTF8(bytes) else { throw Failure(location: "the file", problem: "it is not UTF-8 text") }
+        let masked = Self.mask(bytes)
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: String(decoding: masked, as: UTF8.self))
+        } catch let error as YamlError {
+            throw Self.failure(of: error)
+        } catch {
+            throw Failure(location: "the file", problem: "not valid YAML")
+        }
+        var finder = Finder(file: bytes, masked: masked)
+        if let root { try finder.visit(root, inFlow: false) }
+        // Values are replaced in file order.
+        let order = finder.ranges.indices.sorted { finder.ranges[$0].lowerBound < finder.ranges[$1].lowerBound }
+        finder.ranges = order.map { finder.ranges[$0] }
+        finder.values = order.map { finder.values[$0] }
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count)
+        var next = 0
+        for (index, range) in finder.ranges.enumerated() {
+            text.append(contentsOf: bytes[next..<range.lowerBound])
+            text.append(contentsOf: "\"\\x01key-text-\(index)\"".utf8)
+            next = range.upperBound
+        }
+        text.append(contentsOf: bytes[next...])
+        self.text = String(decoding: text, as: UTF8.self)
+        values = finder.values
+    }
+
+    /// `true` when the file held at least one secret value.
+    var holdsMaterial: Bool { !values.isEmpty }
+
+    // MARK: - The masked copy
+
+    /// YAML's punctuation, white space and line breaks: kept as they are in the masked copy.
+    private static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
+    private static let letters: [UInt8] = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+
+    /// `bytes` with every other byte replaced by a letter: each run of such bytes becomes a run of
+    /// letters of the same length numbering the run (so that field names stay distinct and
+    /// duplicate-field checks still work), and a byte after a backslash becomes `a` (an escape
+    /// every double-quoted scalar accepts). Directive lines (`%YAML`) are kept.
+    static func mask(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var masked = [UInt8](repeating: 0, count: bytes.count)
+        var run = 0
+        var position = 0
+        var inRun = false
+        var lineStart = true
+        var directiveLine = false
+        for (index, byte) in bytes.enumerated() {
+            if lineStart { directiveLine = byte == UInt8(ascii: "%") }
+            lineStart = byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+            if directiveLine || kept.contains(byte) {
+                masked[index] = byte
+                inRun = false
+                continue
+            }
+            if !inRun {
+                inRun = true
+                run += 1
+                position = 0
+            }
+            if index > 0 && bytes[index - 1] == UInt8(ascii: "\\") {
+                masked[index] = UInt8(ascii: "a")
+            } else {
+                var digit = run
+                for _ in 0..<min(position, 4) { digit /= letters.count }
+                masked[index] = letters[digit % letters.count]
+            }
+            position += 1
+        }
+        return masked
+    }
+
+    private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
+
+    private static func failure(of error: YamlError) -> Failure {
+        switch error {
+        case let .composer(_, problem, mark, _) where problem.contains("undefined alias"):
+            return Failure(location: "line \(mark.line), column \(mark.column)", problem: "aliases (*name) are not supported in a Keys file; write the value out")
+        case let .duplicatedKeysInMapping(_, context):
+            return Failure(location: "line \(context.mark.line), column \(context.mark.column)", problem: "a field appears twice; keep one")
+        default:
+            return Failure(location: KeysFile.location(of: error), problem: KeysFile.problem(of: error))
+        }
+    }
+}
+
+/// The first pass: walks the nodes composed from the masked copy and copies the secret values'
+/// bytes from the file.
+private struct Finder {
+    let file: UnsafeRawBufferPointer
+    let masked: [UInt8]
+    /// The byte offset at which each line starts (libyaml's line breaks: LF, CRLF, CR).
+    let lineStarts: [Int]
+    var ranges: [Range<Int>] = []
+    var values: [KeyText] = []
+
+    init(file: UnsafeRawBufferPointer, masked: [UInt8]) {
+        self.file = file
+        self.masked = masked
+        var starts = [0]
+        var index = 0
+        while index < masked.count {
+            if masked[index] == UInt8(ascii: "\r") {
+                if index + 1 < masked.count, masked[index + 1] == UInt8(ascii: "\n") { index += 1 }
+                starts.append(index + 1)
+            } else if masked[index] == UInt8(ascii: "\n") {
+                starts.append(index + 1)
+            }
+            index += 1
+        }
+        lineStarts = starts
+    }
+
+    typealias Failure = KeysFileSecrets.Failure
+
+    mutating func visit(_ node: Node, inFlow: Bool) throws(Failure) {
+        try refuseTag(at: node.mark)
+        switch node {
+        case .scalar, .alias:
+            return
+        case .sequence(let sequence):
+            for element in sequence { try visit(element, inFlow: inFlow || sequence.style == .flow) }
+        case .mapping(let mapping):
+            let flow = inFlow || mapping.style == .flow
+            for (key, value) in mapping {
+                try visit(key, inFlow: flow)
+                if case .scalar(let keyScalar) = key, case .scalar(let valueScalar) = value, !isNull(valueScalar),
+                   let name = try? text(of: keyScalar, inFlow: flow), KeysFileSecrets.secretFields.contains(name) {
+                    try refuseTag(at: value.mark)
+                    let (range, secret) = try read(valueScalar, field: name, inFlow: flow)
+                    ranges.append(range)
+                    values.append(KeyText(bytes: secret))
+                } else {
+                    try visit(value, inFlow: flow)
+                }
+            }
+        }
+    }
+
+    private func place(_ mark: Mark?) -> String {
+        mark.map { "line \($0.line), column \($0.column)" } ?? "the file"
+    }
+
+    private func offset(of mark: Mark?) -> Int? {
+        guard let mark, mark.line >= 1, mark.line <= lineStarts.count else { return nil }
+        let offset = lineStarts[mark.line - 1] + mark.column - 1
+        return offset <= masked.count ? offset : nil
+    }
+
+    /// The offset where the scalar's own text starts: after an anchor (`&name`) if it has one.
+    private func tokenStart(_ mark: Mark?) -> Int? {
+        guard var index = offset(of: mark) else { return nil }
+        if index < masked.count, masked[index] == UInt8(ascii: "&") {
+            while index < masked.count, !isBlank(masked[index]) { index += 1 }
+            while index < masked.count, isBlank(masked[index]) { index += 1 }
+        }
+        return index
+    }
+
+    private func refuseTag(at mark: Mark?) throws(Failure) {
+        if let start = tokenStart(mark), start < masked.count, masked[start] == UInt8(ascii: "!") {
+            throw Failure(location: place(mark), problem: "YAML tags (such as !!binary or !!str) are not part of the Keys file format; remove the tag and write the value as text")
+        }
+    }
+
+    /// `true` for a plain null (empty, `~`, `null`): no value, which the decoder reports as a
+    /// missing source.
+    private func isNull(_ scalar: Node.Scalar) -> Bool {
+        guard scalar.style == .plain else { return false }
+        if scalar.string.isEmpty { return true }
+        let length = scalar.string.utf8.count
+        guard let start = tokenStart(scalar.mark), start + length <= file.count else { return false }
+        // Compared as bytes: the value may be a key, which must not become a String.
+        let bytes = file[start..<(start + length)]
+        return ["~", "null", "Null", "NULL"].contains { bytes.elementsEqual($0.utf8) }
+    }
+
+    private func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+    private func isBreak(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") }
+
+    /// A field name's text (not secret), for plain and quoted names on one line.
+    private func text(of scalar: Node.Scalar, inFlow: Bool) throws(Failure) -> String {
+        let (_, bytes) = try read(scalar, field: "a field name", inFlow: inFlow)
+        return bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The byte range of a scalar in the file and its value, read byte-exactly.
+    private func read(_ scalar: Node.Scalar, field: String, inFlow: Bool) throws(Failure) -> (Range<Int>, SecretBytes) {
+        let location = place(scalar.mark)
+        let oneLine = "write the \(field) value on one line, plain or in quotes (or put the key in a key file)"
+        guard let start = tokenStart(scalar.mark), start < masked.count else {
+            throw Failure(location: location, problem: "the \(field) value could not be located; \(oneLine)")
+        }
+        switch scalar.style {
+        case .singleQuoted:
+            return try readSingleQuoted(from: start, location: location, oneLine: oneLine, masked: scalar.string)
+        case .doubleQuoted:
+            return try readDoubleQuoted(from: start, location: location, oneLine: oneLine)
+        case .plain:
+            return try readPlain(from: start, inFlow: inFlow, location: location, oneLine: oneLine, masked: scalar.string)
+        default:
+            throw Failure(location: location, problem: "block scalars (| and >) are not supported for \(field); \(oneLine)")
+        }
+    }
+
+    private func readPlain(from start: Int, inFlow: Bool, location: String, oneLine: String, masked value: String) throws(Failure) -> (Range<Int>, SecretBytes) {
+        var end = start
+        while end < masked.count {
+            let byte = masked[end]
+            if isBreak(byte) { break }
+            if byte == UInt8(ascii: "#"), end > start, isBlank(masked[end - 1]) { break }
+            if byte == UInt8(ascii: ":") {
+                let following = end + 1 < masked.count ? masked[end + 1] : UInt8(ascii: "\n")
+                if isBlank(following) || isBreak(following) || (inFlow && ",[]{}".utf8.contains(following)) { break }
+            }
+            if inFlow, ",[]{}".utf8.contains(byte) { break }
+            end += 1
+        }
+        while end > start, isBlank(masked[end - 1]) { end -= 1 }
+        // The composed (masked) value must be exactly these bytes: otherwise the scalar goes on
+        // over more lines.
+        guard Array(value.utf8) == Array(masked[start..<end]) else {
+            throw Failure(location: location, problem: "values spread over several lines are not supported here; \(oneLine)")
+        }
+        return (start..<end, SecretBytes(copying: UnsafeRawBufferPointer(rebasing: file[start..<end])))
+    }
+
+    private func readSingleQuoted(from start: Int, location: String, oneLine: String, masked value: String) throws(Failure) -> (Range<Int>, SecretBytes) {
+        let quote = UInt8(ascii: "'")
+        var index = start + 1
+        var content: [Int] = []  // offsets of the value's bytes
+        while true {
+            guard index < masked.count, !isBreak(masked[index]) else {
+                throw Failure(location: location, problem: "quoted values spread over several lines are not supported here; \(oneLine)")
+            }
+            if masked[index] == quote {
+                if index + 1 < masked.count, masked[index + 1] == quote {
+                    content.append(index)
+                    index += 2
+                    continue
+                }
+                break
+            }
+            content.append(index)
+            index += 1
+        }
+        guard Array(value.utf8) == content.map({ masked[$0] }) else {
+            throw Failure(location: location, problem: "the quoted value could not be read byte-exactly; \(oneLine)")
+        }
+        let secret = SecretBytes(count: content.count) { buffer in
+            for (position, offset) in content.enumerated() { buffer[position] = file[offset] }
+        }
+        return (start..<(index + 1), secret)
+    }
+
+    private func readDoubleQuoted(from start: Int, location: String, oneLine: String) throws(Failure) -> (Range<Int>, SecretBytes) {
+        // Decoded into a buffer as large as the raw text (escapes only shrink it), then copied.
+        var end = start + 1
+        var count = 0
+        var problem: String?
+        let scratch = SecretBytes(count: masked.count - start) { buffer in
+            func append(_ byte: UInt8) { buffer[count] = byte; count += 1 }
+            func appendScalar(_ value: UInt32) -> Bool {
+                guard let scalar = Unicode.Scalar(value) else { return false }
+                for byte in UTF8.encode(scalar)! { append(byte) }
+                return true
+            }
+            while true {
+                guard end < file.count, !isBreak(file[end]) else {
+                    problem = "quoted values spread over several lines are not supported here; \(oneLine)"
+                    return
+                }
+                let byte = file[end]
+                if byte == UInt8(ascii: "\"") { break }
+                guard byte == UInt8(ascii: "\\") else {
+                    append(byte)
+                    end += 1
+                    continue
+                }
+                guard end + 1 < file.count else { problem = "unfinished escape; \(oneLine)"; return }
+                let escape = file[end + 1]
+                end += 2
+                let simple: [UInt8: UInt8] = [
+                    UInt8(ascii: "0"): 0, UInt8(ascii: "a"): 7, UInt8(ascii: "b"): 8, UInt8(ascii: "t"): 9, 9: 9,
+                    UInt8(ascii: "n"): 10, UInt8(ascii: "v"): 11, UInt8(ascii: "f"): 12, UInt8(ascii: "r"): 13,
+                    UInt8(ascii: "e"): 27, UInt8(ascii: " "): 32, UInt8(ascii: "\""): 34, UInt8(ascii: "/"): 47, UInt8(ascii: "\\"): 92,
+                ]
+                let named: [UInt8: UInt32] = [UInt8(ascii: "N"): 0x85, UInt8(ascii: "_"): 0xA0, UInt8(ascii: "L"): 0x2028, UInt8(ascii: "P"): 0x2029]
+                let digits: [UInt8: Int] = [UInt8(ascii: "x"): 2, UInt8(ascii: "u"): 4, UInt8(ascii: "U"): 8]
+                if let value = simple[escape] {
+                    append(value)
+                } else if let value = named[escape] {
+                    _ = appendScalar(value)
+                } else if let length = digits[escape] {
+                    var value: UInt32 = 0
+                    for _ in 0..<length {
+                        guard end < file.count, let digit = Hex.value(of: file[end]) else {
+                            problem = "an escape \\\(Character(Unicode.Scalar(escape))) needs \(length) hex digits; \(oneLine)"
+                            return
+                        }
+                        value = value << 4 | UInt32(digit)
+                        end += 1
+                    }
+                    guard appendScalar(value) else { problem = "an escape names no Unicode character; \(oneLine)"; return }
+                } else {
+                    problem = "an escape (a backslash) is not one YAML defines, or it ends the line; \(oneLine)"
+                    return
+                }
+            }
+        }
+        if let problem { throw Failure(location: location, problem: problem) }
+        let secret = scratch.withUnsafeBytes { SecretBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        return (start..<(end + 1), secret)
+    }
+}
