@@ -16,6 +16,7 @@ rekey="$(swift build --show-bin-path)/rekey"
 demo=.build/demo
 rm -rf "$demo" && mkdir -p "$demo"
 cp Keys.example "$demo/Keys"
+chmod 600 "$demo/Keys"   # it holds passphrases: rekey refuses a Keys file with key material that others can read
 cd "$demo"
 
 # The demo's key material, as Keys.example expects it: a key file and an environment variable.

@@ -151,7 +151,7 @@ struct KillSetup {
         if path.kind == .settingsExport {
             yaml += "        cipher: {kdf_iter: 10000, page_size: 4096}\n"
         }
-        _ = FileManager.default.createFile(atPath: folder.file("Keys"), contents: Data(yaml.utf8))
+        _ = FileManager.default.createFile(atPath: folder.file("Keys"), contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600])
     }
 
     /// The key list the library uses to check a trial's result.

@@ -29,7 +29,7 @@ struct WriterKillTests {
                     hex: \(old)
                   - id: new
                     hex: \(new)
-            """.utf8))
+            """.utf8), attributes: [.posixPermissions: 0o600])
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
         let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
         let writer = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],

@@ -85,6 +85,14 @@ extension BadInputContext {
         return MatrixOutcome(error: error, mustName: mustName, unchanged: [(db, before.0), (keysPath, before.1)])
     }
 
+    /// The Keys file is written already and must not be read by the test (a named pipe, a device).
+    func keysCaseWithoutKeysSnapshot(mustName: [String]) throws -> MatrixOutcome {
+        try makeDatabase(key: 1)
+        let before = FileSnapshot(db)
+        let error = loadAndOpen()
+        return MatrixOutcome(error: error, mustName: mustName, unchanged: [(db, before)])
+    }
+
     /// The standard database case: `make`, then open with the ring's keys.
     func databaseCase(options: OpenOptions = OpenOptions(), asNobody: Bool = false, _ make: () throws -> Void) throws -> MatrixOutcome {
         try make()
@@ -275,7 +283,7 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
     },
     "keys.notUTF8": { c in
         let text = "databases:\n  - path: app.sqlite\n    keys:\n      - id: k\n        passphrase: \"\(c.passphrase("latin1"))"
-        _ = FileManager.default.createFile(atPath: c.keysPath, contents: Data(text.utf8) + Data([0xFF, 0xFE, 0x22, 0x0A]))
+        _ = FileManager.default.createFile(atPath: c.keysPath, contents: Data(text.utf8) + Data([0xFF, 0xFE, 0x22, 0x0A]), attributes: [.posixPermissions: 0o600])
         return try c.keysCase(mustName: [c.keysPath])
     },
     "keys.wrongShape": { c in
@@ -327,6 +335,68 @@ let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
     "keys.keyFileHuge": { c in
         let path = TestKeys.writeKeyFile(String(repeating: c.passphrase("huge") + "\n", count: 2000), in: c.directory, name: "huge.key")
         return try c.keysCase("      - id: hugekey\n        file: huge.key\n", mustName: [c.db, "hugekey", path])
+    },
+    "keys.keysFIFO": { c in
+        #expect(mkfifo(c.keysPath, 0o600) == 0)
+        return try c.keysCaseWithoutKeysSnapshot(mustName: [c.keysPath])
+    },
+    "keys.keysDevice": { c in
+        #expect(symlink("/dev/zero", c.keysPath) == 0)
+        return try c.keysCaseWithoutKeysSnapshot(mustName: [c.keysPath])
+    },
+    "keys.keysHuge": { c in
+        c.write("databases:\n" + String(repeating: "# filler line of a Keys file that has grown far too large\n", count: 20_000))
+        return try c.keysCase(mustName: [c.keysPath])
+    },
+    "keys.keysReadable": { c in
+        c.writeKeys("")
+        chmod(c.keysPath, 0o644)
+        return try c.keysCase(mustName: [c.keysPath])
+    },
+    "keys.keysWritable": { c in
+        c.writeKeys("")
+        chmod(c.keysPath, 0o666)
+        return try c.keysCase(mustName: [c.keysPath])
+    },
+    "keys.keysOwner": { c in
+        guard OtherUser.isAvailable else { return .skip("needs root to give the file to another user") }
+        _ = TestKeys.writeKeyFile(c.passphrase("owned"), in: c.directory, name: "own.key")
+        c.write("databases:\n  - path: app.sqlite\n    keys:\n      - id: owned\n        file: own.key\n")
+        chmod(c.keysPath, 0o644)
+        chown(c.keysPath, 4321, 4321)
+        return try c.keysCase(mustName: [c.keysPath, "chown \(geteuid())"])
+    },
+    "keys.keyFileFIFO": { c in
+        #expect(mkfifo(c.directory.file("pipe.key"), 0o600) == 0)
+        return try c.keysCase("      - id: pipekey\n        file: pipe.key\n", mustName: [c.db, "pipekey", c.directory.file("pipe.key"), "named pipe"])
+    },
+    "keys.keyFileOwner": { c in
+        guard OtherUser.isAvailable else { return .skip("needs root to give the file to another user") }
+        let path = TestKeys.writeKeyFile(c.passphrase("theirs"), in: c.directory, name: "theirs.key")
+        chown(path, 4321, 4321)
+        return try c.keysCase("      - id: theirkey\n        file: theirs.key\n", mustName: [c.db, "theirkey", path])
+    },
+    "keys.keyFileFolder": { c in
+        let folder = c.directory.file("shared")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        chmod(folder, 0o777)
+        let path = TestKeys.writeKeyFile(c.passphrase("shared"), in: c.directory, name: "shared/k.key")
+        return try c.keysCase("      - id: sharedkey\n        file: shared/k.key\n", mustName: [c.db, "sharedkey", path, "chmod go-w \(folder)"])
+    },
+    "keys.tag": { c in
+        try c.keysCase("      - id: tagged\n        passphrase: !!binary \(c.secret(Data(c.passphrase("tag").utf8).base64EncodedString()))\n", mustName: [c.keysPath, "line 9"])
+    },
+    "keys.blockScalar": { c in
+        try c.keysCase("      - id: block\n        passphrase: |\n          \(c.passphrase("block"))\n", mustName: [c.keysPath, "line 9"])
+    },
+    "keys.passphraseTooLong": { c in
+        try c.keysCase("      - id: long\n        passphrase: \"\(c.secret(String(repeating: c.passphrase("long"), count: 30)))\"\n", mustName: [c.db, "long"])
+    },
+    "keys.wordAsField": { c in
+        try c.keysCase("      - id: word\n        \(c.secret("correcthorsebatterystaple")): 1\n", mustName: [c.keysPath])
+    },
+    "keys.envNotUpperCase": { c in
+        try c.keysCase("      - id: wordenv\n        env: \(c.secret("correcthorsebatterystaple"))\n", mustName: [c.db, "wordenv"])
     },
     "keys.binarySize": { c in
         let bytes = c.secret(String(c.passphrase("binary").prefix(31)))
@@ -455,7 +525,7 @@ struct BadInputMatrixTests {
                         passphrase: "\(escaped)"
                       - id: new
                         hex: \(hex)
-                """.utf8))
+                """.utf8), attributes: [.posixPermissions: 0o600])
             let keys = try KeysFile.load(path: directory.file("Keys")).keyList(forDatabase: path, environment: [:])
             let database = try EncryptedDatabase(path: path, keys: keys)
             #expect(database.report.openedWithKeyID == "old" && database.report.rotated, "passphrase \(index)")

@@ -33,7 +33,7 @@ private struct SelectionFolder {
             + TestKeyring.yamlEntry(path: "missing.sqlite", plaintextID: nil, keys: ring.keys)
             + TestKeyring.yamlEntry(path: "tenants/*.sqlite", plaintextID: nil, keys: ring.keys)
         keysPath = directory.file("Keys")
-        _ = FileManager.default.createFile(atPath: keysPath, contents: Data(yaml.utf8))
+        _ = FileManager.default.createFile(atPath: keysPath, contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600])
     }
 
     func keysFile() throws -> KeysFile { try KeysFile.load(path: keysPath) }
@@ -107,7 +107,7 @@ struct FleetSelectionTests {
         // A glob that matches no file: nothing to do is a usage problem, said with the Keys file's path.
         let empty = folder.directory.file("EmptyKeys")
         let yaml = TestKeyring.yamlEntry(path: "nowhere/*.sqlite", plaintextID: nil, keys: folder.ring.keys)
-        _ = FileManager.default.createFile(atPath: empty, contents: Data(("databases:\n" + yaml).utf8))
+        _ = FileManager.default.createFile(atPath: empty, contents: Data(("databases:\n" + yaml).utf8), attributes: [.posixPermissions: 0o600])
         #expect(throws: DatabaseSelectionError.noDatabases(keysFile: empty)) {
             try DatabaseSelection.all.databases(inKeysFileAt: empty)
         }

@@ -350,7 +350,7 @@ struct FuzzTests {
                 // Through the file: bytes that are not UTF-8 too.
                 var bytes = Array(text.utf8)
                 if !bytes.isEmpty { bytes[Int.random(in: 0..<bytes.count, using: &rng)] = 0xFF }
-                _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(bytes))
+                _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(bytes), attributes: [.posixPermissions: 0o600])
                 do {
                     _ = try KeysFile.load(path: directory.file("Keys"))
                     outcome = "loaded"

@@ -128,7 +128,7 @@ struct HexKeyReadAsPassphraseTests {
                     passphrase: "an old passphrase"
                   - id: current
                     file: key.hex
-            """.utf8))
+            """.utf8), attributes: [.posixPermissions: 0o600])
         return (database, hex, try KeysFile.load(path: keysPath).keyList(forDatabase: database))
     }
 

@@ -9,7 +9,7 @@ struct KeysFileTests {
 
     func write(_ yaml: String) -> String {
         let path = directory.file("Keys")
-        _ = FileManager.default.createFile(atPath: path, contents: Data(yaml.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600])
         return path
     }
 

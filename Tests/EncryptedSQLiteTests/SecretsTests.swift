@@ -341,7 +341,7 @@ struct SecretsTests {
                     hex: \(TestKeys.hex())
                     cipher: {kdf_iter: 10000}
             """
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(yaml.utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600])
         let keysFile = try KeysFile.load(path: directory.file("Keys"))
         let keys = try keysFile.keyList(forDatabase: directory.file("app.sqlite"), environment: environment)
         let sources: [KeySource] = [.passphrase(passphrase), .hex(hex), .environment(variable: "SECRETS_TYPES_KEY", format: .hex),

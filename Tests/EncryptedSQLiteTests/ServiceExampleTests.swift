@@ -17,13 +17,13 @@ struct ServiceExampleTests {
         let database = directory.file("notes.sqlite")
 
         _ = FileManager.default.createFile(atPath: keysFile, contents: Data(
-            ("databases:\n" + TestKeyring.yamlEntry(path: "notes.sqlite", plaintextID: nil, keys: [ring.keys[0]])).utf8))
+            ("databases:\n" + TestKeyring.yamlEntry(path: "notes.sqlite", plaintextID: nil, keys: [ring.keys[0]])).utf8), attributes: [.posixPermissions: 0o600])
         let first = try run(keysFile, database, ring)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("opened-with=\(ring.keys[0].id) rotated=false notes=20 ann=10"), "\(first.stdout)")
 
         // The operator appends a new current key; the service's next start rotates the file.
-        _ = FileManager.default.createFile(atPath: keysFile, contents: Data(ring.yaml(databasePath: "notes.sqlite").utf8))
+        _ = FileManager.default.createFile(atPath: keysFile, contents: Data(ring.yaml(databasePath: "notes.sqlite").utf8), attributes: [.posixPermissions: 0o600])
         let second = try run(keysFile, database, ring)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("opened-with=\(ring.keys[0].id) rotated=true notes=40 ann=20"), "\(second.stdout)")

@@ -29,7 +29,9 @@ extension BadInputContext {
         guard Self.canRunAsNobody else { return .skip("needs root and setpriv to run as nobody") }
         try makeDatabase(key: index)
         prepare()
-        chmod(directory.file("Keys"), 0o644)
+        // The Keys file holds key material: nobody's own, readable by nobody else.
+        chown(directory.file("Keys"), OtherUser.nobody, OtherUser.nobody)
+        chmod(directory.file("Keys"), 0o600)
         return try runCase(["--db", "app.sqlite"], prefix: Self.asNobody, mustName: mustName)
     }
 

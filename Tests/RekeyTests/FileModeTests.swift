@@ -78,7 +78,7 @@ struct FileModeTests {
         } else {
             try Fixture.createWithShell(at: database, key: ring.keys[0].shellKey, rows: 50)
         }
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(ring.yaml(databasePath: "app.sqlite").utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(ring.yaml(databasePath: "app.sqlite").utf8), attributes: [.posixPermissions: 0o600])
         #expect(chmod(database, 0o644) == 0)
         let result = try RekeyCLI.runWrapped("umask 077;", ["--db", "app.sqlite"], in: directory, environment: ring.environment)
         #expect(result.status == 0, "\(result.stderr)")

@@ -51,7 +51,7 @@ struct FleetFolder {
         let pattern = ring.yaml(databasePath: "tenants/*.sqlite").replacingOccurrences(of: "databases:\n", with: "")
         var mainEntry = TestKeyring.yamlEntry(path: "main.sqlite", plaintextID: "v0", keys: [ring.keys[1]])
         mainEntry += pattern
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(("databases:\n" + mainEntry).utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(("databases:\n" + mainEntry).utf8), attributes: [.posixPermissions: 0o600])
     }
 
     var currentCount: Int { good.indices.filter { $0 % 40 == 7 }.count }

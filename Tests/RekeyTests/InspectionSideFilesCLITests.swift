@@ -19,7 +19,7 @@ struct InspectionSideFilesCLITests {
             ring = TestKeyring([.hex, .passphrase], in: keysFolder)
             path = directory.file("app.sqlite")
             try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 30, walMode: wal)
-            _ = FileManager.default.createFile(atPath: keysFolder.file("Keys"), contents: Data(ring.yaml(databasePath: path).utf8))
+            _ = FileManager.default.createFile(atPath: keysFolder.file("Keys"), contents: Data(ring.yaml(databasePath: path).utf8), attributes: [.posixPermissions: 0o600])
         }
 
         func rekey(_ arguments: [String]) throws -> ProcessResult {

@@ -20,7 +20,7 @@ struct KeysFilePathCLITests {
             try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true)
         }
         try Fixture.createWithShell(at: directory.file("data/notes.sqlite"), key: ring.keys[0].shellKey, rows: 10)
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(ring.yaml(databasePath: "data/notes.sqlite").utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(ring.yaml(databasePath: "data/notes.sqlite").utf8), attributes: [.posixPermissions: 0o600])
     }
 
     func rekey(_ arguments: [String]) throws -> ProcessResult {

@@ -13,7 +13,7 @@ struct CLIFixture {
     init(kinds: [SourceKind] = [.passphrase, .fileHex, .envPassphrase], madeWith index: Int? = 0) throws {
         ring = TestKeyring(kinds, in: directory)
         path = directory.file("app.sqlite")
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(ring.yaml(databasePath: "app.sqlite").utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(ring.yaml(databasePath: "app.sqlite").utf8), attributes: [.posixPermissions: 0o600])
         if let index { try Fixture.createWithShell(at: path, key: ring.keys[index].shellKey, rows: 50) }
     }
 
@@ -178,7 +178,9 @@ struct RekeyCommandTests {
           .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
     func readOnly() throws {
         let fixture = try CLIFixture(kinds: [.hex, .hex])
-        chmod(fixture.directory.file("Keys"), 0o644)
+        // The Keys file holds key material: nobody's own, readable by nobody else.
+        chown(fixture.directory.file("Keys"), 65534, 65534)
+        chmod(fixture.directory.file("Keys"), 0o600)
         let asNobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups"
         // The file belongs to root: nobody can read it but not write it.
         var snapshot = FileSnapshot(fixture.path)

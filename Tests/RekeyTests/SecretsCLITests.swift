@@ -73,7 +73,7 @@ struct SecretsCLITests {
         let yaml = plainRing.yaml(databasePath: "app.sqlite")
             + TestKeyring.yamlEntry(path: "plain.sqlite", plaintextID: "v1", keys: plainRing.keys)
             + TestKeyring.yamlEntry(path: "tenants/*.sqlite", plaintextID: nil, keys: plainRing.keys)
-        _ = FileManager.default.createFile(atPath: fixture.directory.file("Keys"), contents: Data(yaml.utf8))
+        _ = FileManager.default.createFile(atPath: fixture.directory.file("Keys"), contents: Data(yaml.utf8), attributes: [.posixPermissions: 0o600])
 
         var runs: [[String]] = [
             ["--help"], ["rotate", "--help"], ["status", "--help"], ["dump", "--help"], ["decrypt", "--help"],

@@ -112,6 +112,20 @@ public enum BadInputCatalog {
         keys("keys.keyFileWorld", "key file readable by everyone (0644)", "KeyConfigurationError.keyFileTooPermissive", "run: chmod 600"),
         keys("keys.keyFileDirectory", "key file is a directory", "KeyConfigurationError.keyFileUnreadable", "check the path, and that it is a regular file this user can read"),
         keys("keys.keyFileHuge", "key file larger than 64 KiB", "KeyConfigurationError.keyFileUnreadable", "a key file holds one key"),
+        keys("keys.keysFIFO", "Keys file that is a named pipe (opened without blocking)", "KeyConfigurationError.keysFileUnreadable", "check that it is a file this user can read"),
+        keys("keys.keysDevice", "Keys file that is a device (a link to `/dev/zero`)", "KeyConfigurationError.keysFileUnreadable", "check that it is a file this user can read"),
+        keys("keys.keysHuge", "Keys file larger than 1 MiB", "KeyConfigurationError.keysFileUnreadable", "more than the 1048576 a Keys file may have"),
+        keys("keys.keysReadable", "Keys file holding passphrase:/hex: material, readable by others (0644)", "KeyConfigurationError.keysFileUntrusted(.readableByOthers)", "run: chmod 600"),
+        keys("keys.keysWritable", "Keys file writable by others (0666)", "KeyConfigurationError.keysFileUntrusted(.writableByOthers)", "run: chmod go-w"),
+        keys("keys.keysOwner", "Keys file owned by another user (0644, no material in it)", "KeyConfigurationError.keysFileUntrusted(.ownedByOtherUser)", "run: chown"),
+        keys("keys.keyFileFIFO", "key file that is a named pipe (hung forever before)", "KeyConfigurationError.keyFileUnreadable", "check the path, and that it is a regular file this user can read"),
+        keys("keys.keyFileOwner", "key file (0600) owned by another user", "KeyConfigurationError.keyFileUntrusted(.ownedByOtherUser)", "run: chown"),
+        keys("keys.keyFileFolder", "key file in a folder everyone can write (0777, not sticky)", "KeyConfigurationError.keyFileUntrusted(.folderWritableByOthers)", "run: chmod go-w"),
+        keys("keys.tag", "YAML tag on a key (`passphrase: !!binary …`; was ignored before)", "KeyConfigurationError.keysFileInvalid", "remove the tag"),
+        keys("keys.blockScalar", "passphrase written as a block scalar (`passphrase: |`)", "KeyConfigurationError.keysFileInvalid", "on one line, plain or in quotes"),
+        keys("keys.passphraseTooLong", "passphrase longer than 1024 bytes", "KeyConfigurationError.invalidMaterial(.tooLong)", "at most 1024 bytes"),
+        keys("keys.wordAsField", "a word-shaped passphrase written as a field name", "KeyConfigurationError.unknownField", "so it is not shown"),
+        keys("keys.envNotUpperCase", "a word-shaped passphrase written under `env:` (no such variable)", "KeyConfigurationError.environmentVariableUnset", "its name is not shown"),
         keys("keys.binarySize", "binary key file that is not 32 bytes", "KeyConfigurationError.invalidMaterial(.wrongByteCount)", "write exactly 32 bytes"),
         keys("keys.formatOnPassphrase", "`format:` on a passphrase key", "KeyConfigurationError.keysFileInvalid", "see Keys.example for the expected shape"),
         keys("keys.unknownFormat", "unknown format (`format: pem`)", "KeyConfigurationError.keysFileInvalid", "format must be one of: passphrase, hex, binary"),
@@ -302,7 +316,7 @@ public final class BadInputContext: @unchecked Sendable {
 
     /// Writes `text` to `name` in the folder.
     public func write(_ text: String, to name: String = "Keys") {
-        _ = FileManager.default.createFile(atPath: directory.file(name), contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: directory.file(name), contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
     }
 
     /// Copies a fixture made with key `index` onto a tmpfs with room for the file and 32 KiB more

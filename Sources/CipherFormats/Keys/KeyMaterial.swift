@@ -47,14 +47,20 @@ public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, Cust
     /// A passphrase, used byte for byte (UTF-8), including any spaces, quotes or non-ASCII text.
     /// - Throws: ``KeyMaterialProblem/empty`` for an empty passphrase (SQLCipher would silently
     ///   treat the database as unencrypted), ``KeyMaterialProblem/containsNUL(position:)`` for a
-    ///   passphrase with a NUL character (no other SQLCipher tool could enter it).
+    ///   passphrase with a NUL character (no other SQLCipher tool could enter it),
+    ///   ``KeyMaterialProblem/tooLong(bytes:limit:)`` beyond ``maximumPassphraseLength`` bytes.
     public static func passphrase(_ text: String) throws(KeyMaterialProblem) -> KeyMaterial {
         // Straight from the string's UTF-8 view into the zeroed buffer: no intermediate copy.
         try passphrase(bytes: text.utf8)
     }
 
+    /// The longest passphrase accepted, in bytes: far more than any passphrase needs, and a bound
+    /// on what a Keys file, variable or key file can make the process hold.
+    public static let maximumPassphraseLength = 1024
+
     package static func passphrase(bytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
         guard !bytes.isEmpty else { throw .empty }
+        guard bytes.count <= maximumPassphraseLength else { throw .tooLong(bytes: bytes.count, limit: maximumPassphraseLength) }
         if let offset = bytes.firstIndex(of: 0).map({ bytes.distance(from: bytes.startIndex, to: $0) }) {
             throw .containsNUL(position: offset + 1)
         }
@@ -150,6 +156,8 @@ public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConverti
     /// it, but no other tool (the `sqlcipher` shell, `PRAGMA key`) could enter it, and it usually
     /// means a binary or UTF-16 file was read as a passphrase.
     case containsNUL(position: Int)
+    /// A passphrase longer than ``KeyMaterial/maximumPassphraseLength`` bytes.
+    case tooLong(bytes: Int, limit: Int)
 
     /// What is wrong and what to do, without the key.
     public var description: String {
@@ -162,6 +170,8 @@ public enum KeyMaterialProblem: Error, Sendable, Equatable, CustomStringConverti
             return "character \(position) of the hex key is not a hex digit (0-9, a-f); write the key in hex, or use a passphrase source for text"
         case .wrongByteCount(let bytes):
             return "a binary key needs exactly 32 bytes, this one has \(bytes); write exactly 32 bytes, or use format hex or passphrase for a text file"
+        case let .tooLong(bytes, limit):
+            return "the passphrase has \(bytes) bytes, more than the \(limit) allowed; use a passphrase of at most \(limit) bytes (or a raw key: 64 hex digits)"
         case .containsNUL(let position):
             return "byte \(position) of the passphrase is a NUL character, which other SQLCipher tools cannot enter; for a binary key file use format binary (32 bytes), save text files as UTF-8"
         }

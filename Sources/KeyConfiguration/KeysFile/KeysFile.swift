@@ -73,6 +73,7 @@ public struct KeysFile: Sendable {
             case .missing: throw .keysFileMissing(path: path)
             case .unreadable(let reason): throw .keysFileUnreadable(path: path, reason: reason)
             case .untrusted(.notARegularFile(let kind)): throw .keysFileUnreadable(path: path, reason: "it is \(kind), not a regular file")
+            case .untrusted(let .tooLarge(bytes, limit)): throw .keysFileUnreadable(path: path, reason: "it has \(bytes) bytes, more than the \(limit) a Keys file may have")
             case .untrusted(let problem): throw .keysFileUntrusted(path: path, problem: problem)
             }
         }
