@@ -101,13 +101,23 @@ package struct TrustedFile {
 
     /// Checks the folders from the file's own up to the first one owned by root: each must be
     /// owned by this user or root and not writable by group or others, unless it is sticky
-    /// (like `/tmp`, where others cannot rename or delete this user's files).
+    /// (like `/tmp`, where others cannot rename or delete this user's files). Both the folders of
+    /// the path as given and, for a symbolic link, those of the file it leads to.
     private static func checkFolders(of path: String, user: uid_t) throws(Failure) {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
-        let folderPath = (absolute as NSString).deletingLastPathComponent
-        guard let resolved = realpath(folderPath.isEmpty ? "/" : folderPath, nil) else { return }
-        var folder = String(cString: resolved)
-        free(resolved)
+        var starts: [String] = []
+        for candidate in [(absolute as NSString).deletingLastPathComponent, absolute] {
+            guard let resolved = realpath(candidate.isEmpty ? "/" : candidate, nil) else { continue }
+            let text = String(cString: resolved)
+            free(resolved)
+            let folder = candidate == absolute ? (text as NSString).deletingLastPathComponent : text
+            if !starts.contains(folder) { starts.append(folder.isEmpty ? "/" : folder) }
+        }
+        for start in starts { try checkFolderChain(from: start, user: user) }
+    }
+
+    private static func checkFolderChain(from start: String, user: uid_t) throws(Failure) {
+        var folder = start
         while true {
             var status = stat()
             guard stat(folder, &status) == 0 else { throw .unreadable(reason: "cannot check folder \(folder): \(String(cString: strerror(errno)))") }
