@@ -191,11 +191,9 @@ enum KeysFuzzMaterial {
             keys:
               - &first
                 id: old
-                passphrase: |
-                  \(passphrase)
+                passphrase: "\(passphrase.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))"
               - id: new
-                hex: >-
-                  \(hexKey)
+                hex: '\(hexKey)'
           - path: c.sqlite
             keys: [*first, {id: c, file: fuzz.key, format: passphrase}]
         """,

@@ -51,7 +51,7 @@ struct KeyListTests {
             ([.init(id: "a", source: .environment(variable: "NOT_SET_ANYWHERE"))], [:], .environmentVariableUnset(variable: "NOT_SET_ANYWHERE", keyID: "a", database: "db")),
             ([.init(id: "a", source: .environment(variable: "EMPTY"))], ["EMPTY": ""], .invalidMaterial(keyID: "a", database: "db", source: "env EMPTY (passphrase)", problem: .empty)),
             ([.init(id: "a", source: .file(path: directory.file("absent")))], [:], .keyFileUnreadable(path: directory.file("absent"), keyID: "a", database: "db", reason: "No such file or directory")),
-            ([.init(id: "a", source: .file(path: directory.path))], [:], .keyFileUnreadable(path: directory.path, keyID: "a", database: "db", reason: "not a regular file")),
+            ([.init(id: "a", source: .file(path: directory.path))], [:], .keyFileUnreadable(path: directory.path, keyID: "a", database: "db", reason: "a directory, not a regular file")),
             ([.init(id: "a", source: .file(path: open))], [:], .keyFileTooPermissive(path: open, mode: 0o644, keyID: "a", database: "db")),
             ([.init(id: "a", source: .file(path: groupReadable))], [:], .keyFileTooPermissive(path: groupReadable, mode: 0o640, keyID: "a", database: "db")),
             ([.init(id: "a", source: .file(path: TestKeys.writeKeyFile("short", in: directory), format: .binary))], [:], .invalidMaterial(keyID: "a", database: "db", source: "", problem: .wrongByteCount(bytes: 5))),

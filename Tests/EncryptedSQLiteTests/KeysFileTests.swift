@@ -71,7 +71,9 @@ struct KeysFileTests {
             ("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n", { if case .keySourceCount(keyID: "k", _, sources: [], _) = $0 { true } else { false } }),
             ("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        env: X\n        format: pem\n", { if case .keysFileInvalid(_, _, let p) = $0 { p.contains("format") } else { false } }),
             ("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: \"\(secret)\"\n        format: hex\n", { if case .keysFileInvalid = $0 { true } else { false } }),
-            ("databases:\n  - path: a.sqlite\n    extra: 1\n    keys: []\n", { if case .unknownField(_, _, "extra", _) = $0 { true } else { false } }),
+            ("databases:\n  - path: a.sqlite\n    paths: 1\n    keys: []\n", { if case .unknownField(_, _, "paths", _) = $0 { true } else { false } }),
+            // Not a near miss of a field name: possibly a key, so not shown.
+            ("databases:\n  - path: a.sqlite\n    extra: 1\n    keys: []\n", { if case .unknownField(_, _, KeyConfigurationError.hiddenFieldName, _) = $0 { true } else { false } }),
             ("databases:\n  - path: \"\"\n    keys: []\n", { if case .keysFileInvalid = $0 { true } else { false } }),
         ]
         for (yaml, matches) in cases {
@@ -152,8 +154,14 @@ struct KeysFileTests {
         #expect(list.plaintextKeyID == "v1")
         #expect(list.currentID == "2025")
 
-        let unknown = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n        cipher: {kdf_iterations: 4000}\n")
-        #expect(throws: KeyConfigurationError.unknownField(path: unknown, location: "databases[0].keys[0].cipher", field: "kdf_iterations", allowed: ["compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm", "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter"])) {
+        let unknown = write("databases:
+  - path: a.sqlite
+    keys:
+      - id: k
+        passphrase: p
+        cipher: {kdf_iters: 4000}
+")
+        #expect(throws: KeyConfigurationError.unknownField(path: unknown, location: "databases[0].keys[0].cipher", field: "kdf_iters", allowed: ["compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm", "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter"])) {
             try KeysFile.load(path: unknown)
         }
         let misplaced = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n      - id: v1\n        plaintext: true\n")
@@ -200,7 +208,10 @@ struct KeysFileTests {
     func example() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let path = repository.appendingPathComponent("Keys.example").path
-        let file = try KeysFile.load(path: path)
+        // Loaded from a private copy: it holds (demo) passphrases, and git checks files out 0644.
+        let directory = TemporaryDirectory("example")
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: FileManager.default.contents(atPath: path), attributes: [.posixPermissions: 0o600])
+        let file = try KeysFile.load(path: directory.file("Keys"))
         #expect(!file.entries.isEmpty)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         for option in ["path:", "id:", "passphrase:", "hex:", "env:", "file:", "format:", "plaintext:", "legacy:", "cipher:", "sqlcipher4", "compatibility:", "kdf_iter:", "page_size:", "use_hmac:", "kdf_algorithm:", "hmac_algorithm:",

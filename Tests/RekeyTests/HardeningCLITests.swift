@@ -121,7 +121,7 @@ struct HardeningCLITests {
         ]
         for (arguments, words) in cases {
             let started = Date()
-            let result = try RekeyCLI.runWrapped("exec /usr/bin/timeout 20", arguments, in: directory)
+            let result = try RekeyCLI.runWrapped("exec /usr/bin/timeout -s KILL 20", arguments, in: directory)
             #expect(result.status != 124 && Date().timeIntervalSince(started) < 15, "\(arguments) hung")
             #expect(result.status == 78, "\(arguments): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains(words), "\(arguments): \(result.stderr)")

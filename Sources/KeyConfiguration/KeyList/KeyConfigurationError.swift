@@ -27,7 +27,8 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     case duplicateKeyMaterial(keyID: String, sameAs: String, database: String)
     /// The key's material is not usable.
     case invalidMaterial(keyID: String, database: String, source: String, problem: KeyMaterialProblem)
-    /// The environment variable a key comes from is not set.
+    /// The environment variable a key comes from is not set. `variable` is its name, or a phrase
+    /// saying it is not shown when it is not written in `UPPER_CASE` (it may be a key).
     case environmentVariableUnset(variable: String, keyID: String, database: String)
     /// The key file could not be read.
     case keyFileUnreadable(path: String, keyID: String, database: String, reason: String)

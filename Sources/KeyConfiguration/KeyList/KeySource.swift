@@ -196,7 +196,8 @@ enum KeySourceResolver {
             preconditionFailure("the plaintext entry has no material; KeyList handles it")
         case let .environment(variable, format):
             guard let value = environmentValue(variable, in: environment) else {
-                throw .environmentVariableUnset(variable: variable, keyID: key.id, database: database)
+                // A name not in UPPER_CASE may be a key: the error does not hold it (see shownVariableName).
+                throw .environmentVariableUnset(variable: KeyConfigurationError.shownVariableName(variable), keyID: key.id, database: database)
             }
             return try wrap { () throws(KeyMaterialProblem) in
                 try value.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in

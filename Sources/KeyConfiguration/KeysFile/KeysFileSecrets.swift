@@ -9,7 +9,7 @@ import Yams
 ///
 /// The values are found in two passes. First, a masked copy of the file, in which every byte that
 /// is not YAML punctuation or white space is replaced by a letter (so it has the same structure,
-/// lines and columns, and no key material), is composed into nodes; each value of a `passphrase`
+/// lines, columns, anchors and aliases, and no key material), is composed into nodes; each value of a `passphrase`
 /// or `hex` field is located by its node's line, column and style, and its bytes are copied from
 /// the file. Then the placeholders go in. Values written on one line (plain, single-quoted or
 /// double-quoted) are read byte-exactly; block scalars (`|`, `>`) and values spread over several
@@ -84,38 +84,45 @@ struct KeysFileSecrets {
     private static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
     private static let letters: [UInt8] = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
 
-    /// `bytes` with every other byte replaced by a letter: each run of such bytes becomes a run of
-    /// letters of the same length numbering the run (so that field names stay distinct and
-    /// duplicate-field checks still work), and a byte after a backslash becomes `a` (an escape
-    /// every double-quoted scalar accepts). Directive lines (`%YAML`) are kept.
+    /// `bytes` with every other byte replaced by a letter. Each run of such bytes becomes a run of
+    /// letters of the same length that numbers the distinct runs in order of appearance (found by
+    /// a hash of their bytes, never kept as text): equal runs mask alike, so anchors still meet
+    /// their aliases, and different ones differently, so duplicate-field checks still work. A
+    /// byte after a backslash becomes `a`, an escape every double-quoted scalar accepts.
+    /// Directive lines (`%YAML`) are kept.
     static func mask(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var masked = [UInt8](repeating: 0, count: bytes.count)
-        var run = 0
-        var position = 0
-        var inRun = false
+        var numbers: [Int: Int] = [:]
+        var index = 0
         var lineStart = true
         var directiveLine = false
-        for (index, byte) in bytes.enumerated() {
+        while index < bytes.count {
+            let byte = bytes[index]
             if lineStart { directiveLine = byte == UInt8(ascii: "%") }
-            lineStart = byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
             if directiveLine || kept.contains(byte) {
                 masked[index] = byte
-                inRun = false
+                lineStart = byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+                index += 1
                 continue
             }
-            if !inRun {
-                inRun = true
-                run += 1
-                position = 0
+            lineStart = false
+            var end = index
+            while end < bytes.count, !kept.contains(bytes[end]) { end += 1 }
+            var hasher = Hasher()
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: bytes[index..<end]))
+            let key = hasher.finalize()
+            let number = numbers[key] ?? numbers.count
+            numbers[key] = number
+            var digits = number
+            for position in index..<end {
+                if position > 0 && bytes[position - 1] == UInt8(ascii: "\\") {
+                    masked[position] = UInt8(ascii: "a")
+                } else {
+                    masked[position] = letters[digits % letters.count]
+                    digits /= letters.count
+                }
             }
-            if index > 0 && bytes[index - 1] == UInt8(ascii: "\\") {
-                masked[index] = UInt8(ascii: "a")
-            } else {
-                var digit = run
-                for _ in 0..<min(position, 4) { digit /= letters.count }
-                masked[index] = letters[digit % letters.count]
-            }
-            position += 1
+            index = end
         }
         return masked
     }
@@ -134,8 +141,6 @@ struct KeysFileSecrets {
 
     private static func failure(of error: YamlError) -> Failure {
         switch error {
-        case let .composer(_, problem, mark, _) where problem.contains("undefined alias"):
-            return Failure(location: "line \(mark.line), column \(mark.column)", problem: "aliases (*name) are not supported in a Keys file; write the value out")
         case let .duplicatedKeysInMapping(_, context):
             return Failure(location: "line \(context.mark.line), column \(context.mark.column)", problem: "a field appears twice; keep one")
         default:
@@ -179,17 +184,20 @@ private struct Finder {
         case .scalar, .alias:
             return
         case .sequence(let sequence):
-            for element in sequence { try visit(element, inFlow: inFlow || sequence.style == .flow) }
+            for element in sequence { try visit(element, inFlow: inFlow || opensFlow(sequence.mark)) }
         case .mapping(let mapping):
-            let flow = inFlow || mapping.style == .flow
+            let flow = inFlow || opensFlow(mapping.mark)
             for (key, value) in mapping {
                 try visit(key, inFlow: flow)
                 if case .scalar(let keyScalar) = key, case .scalar(let valueScalar) = value, !isNull(valueScalar),
                    let name = try? text(of: keyScalar, inFlow: flow), KeysFileSecrets.secretFields.contains(name) {
                     try refuseTag(at: value.mark)
                     let (range, secret) = try read(valueScalar, field: name, inFlow: flow)
-                    ranges.append(range)
-                    values.append(KeyText(bytes: secret))
+                    // An alias brings the same node back: its value is replaced once.
+                    if !ranges.contains(range) {
+                        ranges.append(range)
+                        values.append(KeyText(bytes: secret))
+                    }
                 } else {
                     try visit(value, inFlow: flow)
                 }
@@ -215,6 +223,13 @@ private struct Finder {
             while index < masked.count, isBlank(masked[index]) { index += 1 }
         }
         return index
+    }
+
+    /// `true` when the collection at `mark` is written in flow style (`[…]`, `{…}`). Read from the
+    /// text: Yams reports the style of a collection's end event, not of its start.
+    private func opensFlow(_ mark: Mark?) -> Bool {
+        guard let start = tokenStart(mark), start < masked.count else { return false }
+        return masked[start] == UInt8(ascii: "[") || masked[start] == UInt8(ascii: "{")
     }
 
     private func refuseTag(at mark: Mark?) throws(Failure) {
