@@ -26,7 +26,7 @@ struct Backup: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let keys = try common.keyList(for: database)
         let backupKeys = try common.keyList(for: target)
         guard backupKeys.currentID == keys.currentID else {

@@ -46,7 +46,7 @@ struct NewKeyCommand: ParsableCommand {
     }
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let key: GeneratedKey
         do {
             key = try GeneratedKey.create(keysFile: common.keysPath, databases: databases, id: id, keyFile: keyFile, format: format, created: noCreated ? nil : Date())
@@ -112,7 +112,7 @@ struct RetireCheck: ParsableCommand {
     }
 
     func run() throws {
-        common.bootstrapLogging()
+        common.prepare()
         let keysFile: KeysFile
         do {
             keysFile = try KeysFile.load(path: common.keysPath)

@@ -154,13 +154,7 @@ struct KeysFileTests {
         #expect(list.plaintextKeyID == "v1")
         #expect(list.currentID == "2025")
 
-        let unknown = write("databases:
-  - path: a.sqlite
-    keys:
-      - id: k
-        passphrase: p
-        cipher: {kdf_iters: 4000}
-")
+        let unknown = write("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        passphrase: p\n        cipher: {kdf_iters: 4000}\n")
         #expect(throws: KeyConfigurationError.unknownField(path: unknown, location: "databases[0].keys[0].cipher", field: "kdf_iters", allowed: ["compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm", "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter"])) {
             try KeysFile.load(path: unknown)
         }

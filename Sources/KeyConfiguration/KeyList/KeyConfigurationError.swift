@@ -67,17 +67,18 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     /// Every field name the Keys file format defines, in any mapping.
     static let formatFieldNames = [
         "databases", "path", "keys", "id", "passphrase", "hex", "env", "file", "format", "plaintext", "cipher", "legacy",
-        "created", "kdf_iter", "page_size", "use_hmac",
+        "created", "max_key_age_days", "compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm",
+        "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter",
     ]
 
     /// `name` when it is a field name of the format or a near miss of one (at most two letters
     /// added, dropped or changed, ignoring case: a typo such as `passprase`); else
     /// ``hiddenFieldName``, so that a value typed in the place of a name (possibly a key, even one
     /// shaped like a word) never appears in an error.
-    static func shownFieldName(_ name: String) -> String {
+    static func shownFieldName(_ name: String, allowed: [String] = []) -> String {
         let lowered = Array(name.lowercased().utf8)
         guard lowered.count <= 40 else { return hiddenFieldName }
-        let near = formatFieldNames.contains { field in
+        let near = (formatFieldNames + allowed).contains { field in
             let limit = field.count <= 4 ? 1 : 2
             return editDistance(lowered, Array(field.utf8), limit: limit) <= limit
         }

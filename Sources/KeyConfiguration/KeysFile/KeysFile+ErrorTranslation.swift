@@ -50,7 +50,7 @@ extension KeysFile {
             return "not valid YAML (\(problem))"
         case let .duplicatedKeysInMapping(duplicates, _):
             // Only names that look like field names: a value in the place of a name may be a key.
-            let shown = duplicates.map(KeyConfigurationError.shownFieldName)
+            let shown = duplicates.map { KeyConfigurationError.shownFieldName($0) }
             return "a field appears twice (\(shown.joined(separator: ", "))); keep one"
         case let .reader(problem, _, _, _):
             return "not readable as YAML (\(problem))"

@@ -19,7 +19,7 @@ private func rejectUnknownFields(in decoder: any Decoder, allowed: [String]) thr
     for key in container.allKeys where !allowed.contains(key.stringValue) {
         throw KeyConfigurationError.unknownField(
             path: "", location: KeysFile.location(of: decoder.codingPath),
-            field: KeyConfigurationError.shownFieldName(key.stringValue), allowed: allowed)
+            field: KeyConfigurationError.shownFieldName(key.stringValue, allowed: allowed), allowed: allowed)
     }
 }
 
