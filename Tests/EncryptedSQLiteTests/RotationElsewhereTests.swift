@@ -31,6 +31,7 @@ struct RotationElsewhereTests {
         func writeKeys(extra: String = "") throws {
             let entries = hexKeys.enumerated().map { "      - id: key-\($0.offset)\n        hex: \($0.element)" }.joined(separator: "\n")
             try ("databases:\n  - path: app.sqlite\n    keys:\n" + entries + "\n" + extra).write(toFile: keysFile, atomically: true, encoding: .utf8)
+            chmod(keysFile, 0o600)  // it holds hex keys: the trust rules refuse it readable by others
         }
 
         /// Appends a key to the Keys file and rotates the file to it through a second database
