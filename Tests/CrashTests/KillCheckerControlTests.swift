@@ -31,7 +31,7 @@ struct KillCheckerControlTests {
         let update = "UPDATE big SET tag = 'changed' WHERE id = 150;"
         let changed = path.kind == .plaintextExport
             ? try SQLiteShell.run(file, update + " PRAGMA integrity_check;")
-            : try SQLCipherShell.run(file, key: setup.ring.keys[0].shellKey, path.oldShellSettings + update + " PRAGMA integrity_check;")
+            : try SQLCipherShell.run(file, key: setup.ring.keys[0].shellKey, version3: path.oldIsVersion3, update + " PRAGMA integrity_check;")
         #expect(changed.status == 0 && changed.stdout == "ok\n", "\(changed.stderr)")
         let verdict = try setup.check(file, in: folder, trial: "control")
         #expect(verdict.outcome == .checksumMismatch, "\(verdict)")

@@ -29,8 +29,8 @@ struct KillPath: CustomTestStringConvertible, Sendable {
         }
     }
 
-    /// The shell's settings for the old key: `cipher_compatibility = 3` for the 3.x-format file.
-    var oldShellSettings: String { kind == .upgradeExport ? "PRAGMA cipher_compatibility = 3;\n" : "" }
+    /// Whether the shell reads and writes the old key's file in the 3.x format.
+    var oldIsVersion3: Bool { kind == .upgradeExport }
 
     var isDefaultRotation: Bool { kind == .pageReencryption || kind == .pageReencryptionWAL }
     var walMode: Bool { kind == .pageReencryptionWAL || kind == .engineRekeyWAL }
@@ -131,7 +131,7 @@ struct KillSetup {
             expected = try Self.digest(file, KeyList(database: file, keys: [.plaintext(id: "v0"), DatabaseKey(id: "unused", source: .hex(TestKeys.hex()))]))
         } else {
             let mode = path.walMode ? "PRAGMA journal_mode = WAL;\n" : ""
-            let made = try SQLCipherShell.run(file, key: ring.keys[0].shellKey, path.oldShellSettings + mode + content + (path.walMode ? "\nPRAGMA wal_checkpoint(TRUNCATE);" : ""))
+            let made = try SQLCipherShell.run(file, key: ring.keys[0].shellKey, version3: path.oldIsVersion3, mode + content + (path.walMode ? "\nPRAGMA wal_checkpoint(TRUNCATE);" : ""))
             #expect(made.status == 0, "\(made.stderr)")
             expected = try Self.digest(file, ring.only(0, database: file))
         }
@@ -187,7 +187,7 @@ struct KillSetup {
         let byNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, newShell + "\nPRAGMA integrity_check;")
         let byOld = path.kind == .plaintextExport
             ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
-            : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, path.oldShellSettings + "PRAGMA integrity_check;")
+            : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, version3: path.oldIsVersion3, "PRAGMA integrity_check;")
         let shellOK = [byNew, byOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
         if !shellOK { problems.append("\(trial): the sqlcipher shell opens the file with neither key: \(byNew.stderr) | \(byOld.stderr)") }
 

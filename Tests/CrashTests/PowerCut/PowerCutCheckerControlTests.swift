@@ -39,7 +39,7 @@ struct PowerCutCheckerControlTests {
         let setup = try PowerCutTests.Setup(path.kind)
         let bytes = try fixtureBytes(setup) { file in
             let sql = "UPDATE people SET score = score + 1 WHERE id = 700; PRAGMA integrity_check;"
-            let result = path.kind == .plaintextExport ? try SQLiteShell.run(file, sql) : try SQLCipherShell.run(file, key: setup.ring.keys[0].shellKey, path.oldShellSettings + sql)
+            let result = path.kind == .plaintextExport ? try SQLiteShell.run(file, sql) : try SQLCipherShell.run(file, key: setup.ring.keys[0].shellKey, version3: path.oldIsVersion3, sql)
             #expect(result.status == 0 && result.stdout == "ok\n", "\(result.stderr)")
         }
         let verdict = try setup.check(PowerCutImage(files: ["app.sqlite": bytes]), trial: "control")

@@ -35,8 +35,8 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
         }
     }
 
-    /// The shell's settings for the old key: `cipher_compatibility = 3` for the 3.x-format file.
-    var oldShellSettings: String { kind == .upgradeExport ? "PRAGMA cipher_compatibility = 3;\n" : "" }
+    /// Whether the shell reads and writes the old key's file in the 3.x format.
+    var oldIsVersion3: Bool { kind == .upgradeExport }
 
     /// Every path; the 3.x → 4.x export only where the linked engine writes 4.x by default.
     static let all: [PowerCutPath] = ([.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation]
@@ -112,14 +112,10 @@ struct PowerCutTests {
                 expected = try Fixture.digest(of: path, with: KeyList(database: path, keys: [.plaintext(id: "v0"), DatabaseKey(id: "x", source: .hex(TestKeys.hex()))]))
             case .creation:
                 expected = ""
-            case .upgradeExport:
-                let old = PowerCutPath(kind: kind).oldShellSettings
-                let made = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, old + Fixture.sql(rows: 1500) + "\n" + blobs)
-                #expect(made.status == 0, "\(made.stderr)")
-                expected = try Fixture.digest(of: path, with: ring.only(0, database: path))
             default:
-                try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL)
-                #expect(try SQLCipherShell.run(path, key: ring.keys[0].shellKey, blobs + " PRAGMA wal_checkpoint(TRUNCATE);").status == 0)
+                let version3 = PowerCutPath(kind: kind).oldIsVersion3
+                try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL, version3: version3)
+                #expect(try SQLCipherShell.run(path, key: ring.keys[0].shellKey, version3: version3, blobs + " PRAGMA wal_checkpoint(TRUNCATE);").status == 0)
                 expected = try Fixture.digest(of: path, with: ring.only(0, database: path))
             }
         }
@@ -179,7 +175,7 @@ struct PowerCutTests {
             let shellNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, ring.keys[1].shellKey.pragma + settingsPragmas + "PRAGMA integrity_check;")
             let shellOld: ProcessResult = kind == .plaintextExport
                 ? try SQLiteShell.run(copy.file("app.sqlite"), "PRAGMA integrity_check;")
-                : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, PowerCutPath(kind: kind).oldShellSettings + "PRAGMA integrity_check;")
+                : try SQLCipherShell.run(copy.file("app.sqlite"), key: ring.keys[0].shellKey, version3: PowerCutPath(kind: kind).oldIsVersion3, "PRAGMA integrity_check;")
             let shellOK = [shellNew, shellOld].contains { $0.status == 0 && $0.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "ok" }
             if !shellOK { problems.append("\(trial): the shell opens the file with neither key: \(shellNew.stderr) / \(shellOld.stderr)") }
 
