@@ -27,13 +27,15 @@ struct PageReencryptionAuthenticationTests {
         let directory = TemporaryDirectory("bad-page-write")
         let ring = TestKeyring([.passphrase, .hex], in: directory)
         let path = directory.file("app.sqlite")
-        // About 1.2 MB of 1024-byte pages: several of the rotation's 256 KiB chunks.
+        // About 1.3 MB in the shell's default format (1 KiB pages on SQLCipher 3, 4 KiB on
+        // SQLCipher 4): several of the rotation's 256 KiB chunks.
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500)
-        let blobs = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "CREATE TABLE blobs(id INTEGER PRIMARY KEY, b BLOB); WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300) INSERT INTO blobs(b) SELECT randomblob(3000) FROM n;")
+        let blobs = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "CREATE TABLE blobs(id INTEGER PRIMARY KEY, b BLOB); WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300) INSERT INTO blobs(b) SELECT randomblob(3000) FROM n;\nPRAGMA cipher_page_size;")
         #expect(blobs.status == 0, "\(blobs.stderr)")
-        let pageSize = 1024
+        let pageSize = try #require(Int(blobs.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(pageSize == (SQLCipherEngine.linked.major >= 4 ? 4096 : 1024))
         let pageCount = Int(FileSystem.size(of: path) ?? 0) / pageSize
-        #expect(pageCount > 4 * 256)
+        #expect(pageCount * pageSize > 4 * 256 * 1024)
         let page = bad.number(pageCount: pageCount)
         let original = FileSnapshot(path)
 

@@ -116,7 +116,8 @@ struct PageReencryptionTests {
         let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .passphrase, newKind: .hex, kdfIterations: nil)
         let (path, ring, keys) = try makeFile(scenario, in: directory, rows: 1500)
         let original = try Data(contentsOf: URL(fileURLWithPath: path))
-        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
+        let onlyOld = try KeyList(database: path, keys: [keys.keys[0].asDatabaseKey], environment: ring.environment)  // with the scenario's settings
+        let before = try Fixture.digest(of: path, with: onlyOld)
         let image = TemporaryDirectory("crash-image")
 
         // Count the writes and syncs of an uninterrupted rotation of a copy.
@@ -201,7 +202,7 @@ struct PageReencryptionTests {
             return detail.contains("does not open the rewritten file") && detail.contains("rolled back")
         }
         #expect(FileSnapshot(path) == original)
-        #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        #expect(try shell(path, ring.keys[0], scenario, "PRAGMA integrity_check;").stdout == "ok\n")
     }
 
     @Test("a WAL file is back in WAL mode the moment its page re-encryption commits: nothing writes the file after the commit, and a process killed right after it leaves the file on the new key, in WAL mode, with nothing beside it")

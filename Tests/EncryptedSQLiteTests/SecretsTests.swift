@@ -285,7 +285,9 @@ struct SecretsTests {
         // The SQL the library prepared on every connection, the export path's ATTACH included.
         let texts = sql.texts
         #expect(texts.contains("ATTACH DATABASE ? AS rekey_export KEY ?"), "the export path's SQL was not observed")
-        #expect(texts.contains { $0.hasPrefix("PRAGMA kdf_iter") }, "the legacy settings' SQL was not observed")
+        // The legacy settings: SQLCipher 4 names the generation, 3.4.1 (no such pragma) sets kdf_iter.
+        let legacySettings = SQLCipherEngine.linked.major >= 4 ? "PRAGMA cipher_compatibility = 2" : "PRAGMA kdf_iter = 4000"
+        #expect(texts.contains { $0.hasPrefix(legacySettings) }, "the legacy settings' SQL was not observed")
         for text in texts {
             #expect(SecretScan.leaks(of: secrets, in: text).isEmpty && !text.contains("MARKER"), "key material in SQL: \(text)")
         }
