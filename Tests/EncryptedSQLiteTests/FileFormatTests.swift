@@ -83,6 +83,16 @@ struct FileFormatTests {
         #expect(FileSnapshot(pinnedPath) == snapshot)
     }
 
+    @Test("the SQLCipher 4 diagnosis only weighs keys whose settings leave out SQLCipher 4's format: on SQLCipher 4 a key without settings was just tried in it, so a match would mean the file changed during the probe (a noKeyOpens, probed again), not wrong settings")
+    func diagnosisCandidates() throws {
+        let keys = try KeyList(database: "/nonexistent/app.sqlite", keys: [
+            DatabaseKey(id: "pinned3", source: .hex(TestKeys.hex()), cipher: CipherSettings(generation: .sqlcipher3)),
+            DatabaseKey(id: "no-settings", source: .hex(TestKeys.hex())),
+            DatabaseKey(id: "pages-2k", source: .hex(TestKeys.hex()), cipher: CipherSettings(pageSize: 2048)),
+        ])
+        #expect(KeyProbe.diagnosable(keys.keys).map(\.id) == (onSQLCipher4 ? ["pinned3", "pages-2k"] : ["pinned3", "no-settings", "pages-2k"]))
+    }
+
     @Test("an older key without settings opens the 3.x file a SQLCipher 3 host wrote with it; the rotation writes the engine's own format")
     func oldKeyVersion3File() throws {
         let directory = TemporaryDirectory("format-old3x")

@@ -20,7 +20,8 @@ struct KeyProbe {
     /// Looks at the file first (so that a missing, empty or plaintext file costs no key
     /// derivation), then tries the keys. An unencrypted file opens with the list's plaintext
     /// entry, when it has one. When no key opens the file, checks whether it is a SQLCipher 4 file
-    /// one of the keys is right for (`SQLCipher4Diagnosis`).
+    /// one of the keys is right for although its settings name another format
+    /// (`SQLCipher4Diagnosis`, ``diagnosable(_:)``).
     ///
     /// The returned key carries the cipher settings that opened the file (for a legacy key, the
     /// variant that matched).
@@ -44,7 +45,7 @@ struct KeyProbe {
             attempts.append(.init(keyID: key.id, opened: false, duration: stopwatch.elapsed))
         }
         let tried = attempts.map(\.keyID)
-        if let keyID = SQLCipher4Diagnosis(path: path).matchingKeyID(among: keys.trialOrder.map { ($0.id, $0.material) }) {
+        if let keyID = SQLCipher4Diagnosis(path: path).matchingKeyID(among: Self.diagnosable(keys.trialOrder).map { ($0.id, $0.material) }) {
             throw .sqlcipher4File(path: path, keyID: keyID, triedKeyIDs: tried)
         }
         throw .noKeyOpens(path: path, triedKeyIDs: tried, hexLikePassphraseKeyIDs: keys.hexLikePassphraseKeyIDs.filter(tried.contains))
@@ -61,6 +62,16 @@ struct KeyProbe {
             formats.enumerated().sorted { ($0.element.format().passphraseCost, $0.offset) < ($1.element.format().passphraseCost, $1.offset) }.map(\.element)
         }
         return isCurrent ? [all[0]] + byCost(all.dropFirst()) : byCost(all[...])
+    }
+
+    /// The keys worth a SQLCipher 4 diagnosis: those whose own formats leave out SQLCipher 4's
+    /// default format. The others (on SQLCipher 4, every key without settings) were just tried in
+    /// that format; if one fits the file now, the file changed while it was probed (another
+    /// process rotated it), which is a `noKeyOpens` that the caller probes again, not a matter of
+    /// the key's settings. This also spares each passphrase a 256,000-round PBKDF2.
+    static func diagnosable(_ keys: [ResolvedKey]) -> [ResolvedKey] {
+        let sqlcipher4 = CipherGeneration.sqlcipher4.format
+        return keys.filter { key in !key.settingsToTry.contains { $0.format() == sqlcipher4 } }
     }
 
     /// Throws the matching error unless the file could be an encrypted database.
