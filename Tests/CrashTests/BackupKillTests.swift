@@ -14,7 +14,7 @@ struct BackupKillTests {
         let hex = TestKeys.hex()
         _ = TestKeys.writeKeyFile(hex + "\n", in: folder, name: "k.key")
         let keysText = "databases:\n  - path: app.sqlite\n    keys:\n      - id: k\n        file: k.key\n        format: hex\n  - path: \"backups/*.sqlite\"\n    keys:\n      - id: k\n        file: k.key\n        format: hex\n"
-        _ = FileManager.default.createFile(atPath: folder.file("Keys"), contents: Data(keysText.utf8))
+        _ = FileManager.default.createFile(atPath: folder.file("Keys"), contents: Data(keysText.utf8), attributes: [.posixPermissions: 0o600])
         try FileManager.default.createDirectory(atPath: folder.file("backups"), withIntermediateDirectories: true)
         let database = folder.file("app.sqlite")
         let marker = "KILL-BACKUP-\(UUID().uuidString.prefix(8))"

@@ -177,6 +177,7 @@ struct FileFormatTests {
             let yaml = "databases:\n  - path: app.sqlite\n    keys:\n      - id: a\n        hex: \"\(hex)\"\n        cipher: \(cipher)\n"
             let path = directory.file("Keys")
             try Data(yaml.utf8).write(to: URL(fileURLWithPath: path))
+            chmod(path, 0o600)
             return try KeysFile.load(path: path)
         }
         func cipher(_ text: String) throws -> CipherSettings {

@@ -33,8 +33,8 @@ struct GeneratedKeyTests {
         let hex = TestKeys.hex()
         let oldKey = TestKeys.writeKeyFile(hex + "\n", in: directory, name: "old.key")
         let keys = directory.file("Keys")
-        _ = FileManager.default.createFile(atPath: keys, contents: Data(Self.keysText(oldKeyFile: "old.key").utf8))
-        chmod(keys, 0o640)
+        _ = FileManager.default.createFile(atPath: keys, contents: Data(Self.keysText(oldKeyFile: "old.key").utf8), attributes: [.posixPermissions: 0o600])
+        chmod(keys, 0o700)   // not 0600, to see it kept; no group or other bits: the file holds key material
         return (keys, oldKey, hex)
     }
 
@@ -61,7 +61,7 @@ struct GeneratedKeyTests {
         let key = try GeneratedKey.create(keysFile: keys, databases: ["app.sqlite"], id: "2026-11")
         #expect(key.keyFile == directory.file("2026-11.key"))
         #expect(FileSystemProbe.mode(of: key.keyFile) == 0o600)
-        #expect(FileSystemProbe.mode(of: keys) == 0o640, "the Keys file keeps its mode")
+        #expect(FileSystemProbe.mode(of: keys) == 0o700, "the Keys file keeps its mode")
         let material = try #require(FileManager.default.contents(atPath: key.keyFile))
         #expect(material.count == 32)
         #expect(Set(material).count > 8, "random bytes, not a constant")
@@ -146,7 +146,7 @@ struct GeneratedKeyTests {
     @Test("the edit keeps CRLF line endings and a file without a final newline")
     func lineEndings() throws {
         let crlf = directory.file("Keys")
-        _ = FileManager.default.createFile(atPath: crlf, contents: Data("databases:\r\n  - path: a.sqlite\r\n    keys:\r\n      - id: a\r\n        passphrase: x".utf8))
+        _ = FileManager.default.createFile(atPath: crlf, contents: Data("databases:\r\n  - path: a.sqlite\r\n    keys:\r\n      - id: a\r\n        passphrase: x".utf8), attributes: [.posixPermissions: 0o600])
         _ = try GeneratedKey.create(keysFile: crlf, databases: ["a.sqlite"], id: "b")
         let text = try String(contentsOfFile: crlf, encoding: .utf8)
         #expect(text.hasPrefix("databases:\r\n  - path: a.sqlite\r\n    keys:\r\n      - id: a\r\n        passphrase: x\r\n      - id: \"b\"\r\n        file: \"b.key\"\r\n"))

@@ -27,7 +27,7 @@ struct KeyCreationDateTests {
             if let created = entry.created { text += "        created: \(created)\n" }
         }
         let path = directory.file("Keys")
-        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
         return path
     }
 

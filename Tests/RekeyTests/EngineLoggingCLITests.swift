@@ -14,7 +14,7 @@ struct EngineLoggingCLITests {
         #expect(rotation.stdout.hasPrefix("app.sqlite: opened with key \"k1\", rotated to \"k3\""))
         // No key fits at all: the library's own error, nothing of the engine's.
         let others = TestKeyring([.passphrase, .hex], in: fixture.directory, idPrefix: "s")
-        _ = FileManager.default.createFile(atPath: fixture.directory.file("Strangers"), contents: Data(others.yaml(databasePath: "app.sqlite").utf8))
+        _ = FileManager.default.createFile(atPath: fixture.directory.file("Strangers"), contents: Data(others.yaml(databasePath: "app.sqlite").utf8), attributes: [.posixPermissions: 0o600])
         let strangers = try fixture.rekey(["--db", "app.sqlite", "--keys", "Strangers"], environment: others.environment)
         #expect(strangers.status != 0)
         #expect(strangers.stderr.contains("none of the configured keys opens this file") || strangers.stdout.contains("none of the configured keys opens this file"))

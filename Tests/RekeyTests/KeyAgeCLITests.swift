@@ -21,7 +21,7 @@ struct KeyAgeCLITests {
                     created: \(created)
 
             """
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(keys.utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(keys.utf8), attributes: [.posixPermissions: 0o600])
         try Fixture.createWithShell(at: directory.file("app.sqlite"), key: .hex(databaseOnOldKey ? old : new), rows: 20)
         return directory
     }

@@ -26,7 +26,7 @@ struct KeyLifecycleCLITests {
         let directory = TemporaryDirectory("lifecycle")
         let k1 = TestKeys.hex()
         _ = TestKeys.writeKeyFile(k1 + "\n", in: directory, name: "k1.key")
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(Self.keysText.utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(Self.keysText.utf8), attributes: [.posixPermissions: 0o600])
         for folder in ["data", "backups"] { try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true) }
         for name in ["a", "b", "c"] {
             try Fixture.createWithShell(at: directory.file("data/\(name).sqlite"), key: .hex(k1), rows: 50, walMode: name == "c")
@@ -66,7 +66,7 @@ struct KeyLifecycleCLITests {
         // Drop the old key: its entries go from the Keys file, its key file is destroyed.
         let dropped = keysAfter.replacingOccurrences(of: "      - id: k1\n        file: k1.key\n        format: hex\n", with: "")
         #expect(dropped != keysAfter)
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(dropped.utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(dropped.utf8), attributes: [.posixPermissions: 0o600])
         try FileManager.default.removeItem(atPath: directory.file("k1.key"))
         transcript.append("$ (remove the k1 entries from Keys; shred k1.key)")
         let status = try rekey(["status", "--all", "--json"], expect: 0)
@@ -81,7 +81,7 @@ struct KeyLifecycleCLITests {
         let directory = TemporaryDirectory("lifecycle-bad")
         let k1 = TestKeys.hex()
         _ = TestKeys.writeKeyFile(k1 + "\n", in: directory, name: "k1.key")
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(Self.keysText.utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(Self.keysText.utf8), attributes: [.posixPermissions: 0o600])
         for folder in ["data", "backups"] { try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true) }
         try Fixture.createWithShell(at: directory.file("data/a.sqlite"), key: .hex(k1), rows: 10)
         _ = FileManager.default.createFile(atPath: directory.file("backups/taken.sqlite"), contents: Data("keep".utf8))

@@ -17,14 +17,14 @@ struct LegacyBetaCLITests {
         func keys(_ cipher: String) -> String {
             "databases:\n  - path: app.sqlite\n    keys:\n      - id: beta\n        passphrase: \"\(passphrase)\"\n\(cipher)      - id: now\n        hex: \"\(hex)\"\n"
         }
-        _ = FileManager.default.createFile(atPath: directory.file("Legacy"), contents: Data(keys("        legacy: true\n").utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Legacy"), contents: Data(keys("        legacy: true\n").utf8), attributes: [.posixPermissions: 0o600])
         let snapshot = FileSnapshot(path)
         let refused = try RekeyCLI.run(["--db", "app.sqlite", "--keys", "Legacy"], in: directory)
         #expect(refused.status != 0)
         #expect(FileSnapshot(path) == snapshot)
 
         let beta = "        cipher: {compatibility: 2, fast_kdf_iter: 4000, hmac_salt_mask: \"00\"}\n"
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(keys(beta).utf8))
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(keys(beta).utf8), attributes: [.posixPermissions: 0o600])
         let rotated = try RekeyCLI.run(["--db", "app.sqlite", "--keys", "Keys"], in: directory)
         #expect(rotated.status == 0, "\(rotated.stderr)")
         #expect(rotated.stdout.hasPrefix("app.sqlite: opened with key \"beta\", rewritten for \"now\""))
