@@ -112,6 +112,16 @@ struct GeneratedKeyTests {
         _ = try reloaded.keyList(forDatabase: directory.file("tenants/a.sqlite"))  // the material loads
     }
 
+    @Test("a Keys file the trust rules refuse (readable and writable by others) is not edited, and no key file is made")
+    func untrustedKeysFile() throws {
+        let (keys, _, _) = try makeFiles()
+        chmod(keys, 0o666)
+        let before = try String(contentsOfFile: keys, encoding: .utf8)
+        #expect(throws: KeyMakingError.self) { try GeneratedKey.create(keysFile: keys, databases: ["app.sqlite"], id: "untrusted") }
+        #expect(try String(contentsOfFile: keys, encoding: .utf8) == before)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("untrusted.key")))
+    }
+
     @Test("refusals change nothing: a taken id, an existing key file, an unknown entry, a flow-style list")
     func refusals() throws {
         let (keys, _, _) = try makeFiles()

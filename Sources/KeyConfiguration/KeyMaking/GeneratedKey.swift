@@ -73,6 +73,9 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
         let createdText = created.map { KeyCreationDate.text(of: Calendar.utc.startOfDay(for: $0)) }
         let lines = KeysFileKeyLines(id: id, file: written, format: format, created: createdText)
 
+        // The Keys file is first read as every load reads it (TrustedFile: no FIFO or device, the
+        // size cap, the owner and mode rules), so that an edit never starts from a file a load refuses.
+        do throws(KeyConfigurationError) { _ = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
         let original = try readText(keysFile)
         guard !databases.isEmpty else { throw .notEdited(keysFile: keysFile, problem: "no database entry named") }
         var edited = original
