@@ -41,13 +41,6 @@ package final class LockedNewFile {
 
     /// `true` when no process holds `path` locked (so it is a leftover of a dead process).
     package static func isAbandoned(_ path: String) -> Bool {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return false }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
-        flock(descriptor, LOCK_UN)
-        return true
+        removeIfAbandoned(path) {}
     }
 }
