@@ -15,7 +15,7 @@ struct DatabaseHealthTests {
         let keys = try ring.keyList(database: path)
         let health = try DatabaseHealth.check(path: path, keys: keys, maximumKeyAgeDays: 30)
         #expect(health.keyID == "k2" && !health.needsRotation)
-        #expect(health.format == "sqlcipher3 page_size 1024 kdf_iter 64000 hmac on")
+        #expect(health.format == (SQLCipherEngine.linked.major >= 4 ? "kdf_iter 256000 (sha512), page_size 4096, hmac sha512" : "kdf_iter 64000 (sha1), page_size 1024, hmac sha1"))
         #expect(health.journalMode == "delete" && health.walBytes == 0)
         #expect(health.bytes == FileSystemProbe.size(of: path))
         #expect(health.integrity == .ok, "\(health.integrityDetail ?? "")")

@@ -32,7 +32,7 @@ public struct DatabaseHealth: Sendable, Equatable, Codable {
     /// `true` when the file is not on the current key.
     public let needsRotation: Bool
     /// The file's format: `plaintext`, `legacy`, or `sqlcipher3` with its page size, KDF
-    /// iterations and HMAC, such as `sqlcipher3 page_size 1024 kdf_iter 64000 hmac on`.
+    /// iterations and HMAC, such as `kdf_iter 256000 (sha512), page_size 4096, hmac sha512` (as `rekey status` prints it).
     public let format: String
     /// The journal mode (`delete`, `wal`, …).
     public let journalMode: String
@@ -77,7 +77,7 @@ public struct DatabaseHealth: Sendable, Equatable, Codable {
         } else if key.legacy {
             format = "legacy"
         } else {
-            format = "sqlcipher3 page_size \(settings.pageSize ?? 0) kdf_iter \(settings.kdfIterations ?? 0) hmac \(settings.useHMAC == false ? "off" : "on")"
+            format = key.cipher.format().description
         }
         let journalMode: String
         let pages: (Integrity, String?, String)
