@@ -165,7 +165,7 @@ struct PageReencryptionTests {
         #expect(try reopened.read { try Fixture.contentDigest($0) } == before)
     }
 
-    @Test("a page that no longer authenticates with the old key stops the rotation before it commits: the file is rolled back byte for byte and the error names the page")
+    @Test("a page that no longer authenticates with the old key stops the rotation while the journal is written, before the database is: the file is unchanged, no journal is left, and the error names the page")
     func damagedPage() throws {
         let directory = TemporaryDirectory("damaged")
         let scenario = PageCase(pageSize: 1024, walMode: false, oldKind: .hex, newKind: .hex, kdfIterations: nil)
@@ -177,9 +177,10 @@ struct PageReencryptionTests {
             _ = try EncryptedDatabase(path: path, keys: keys)
         } throws: { error in
             guard case .rotationNotApplied(path, "k1", _, let detail) = error as? EncryptedDatabaseError else { return false }
-            return detail.contains("page \(damagedPage) ") && detail.contains("damaged")
+            return detail.contains("page \(damagedPage) ") && detail.contains("damaged") && detail.contains("the database was not written")
         }
         #expect(FileSnapshot(path) == damaged)
+        #expect(databaseSideFiles(in: directory).isEmpty, "\(databaseSideFiles(in: directory))")
     }
 
     @Test("when the engine does not open the committed file with the new key, the journal is put back and the file rolled back to the old key")

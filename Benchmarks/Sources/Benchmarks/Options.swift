@@ -1,3 +1,4 @@
+import EncryptedSQLite
 import Foundation
 
 /// The benchmark's settings, from the command line. Every count can be lowered for a quick run.
@@ -14,8 +15,11 @@ struct Options {
     var rotationMB = 256
     /// Repetitions per rotation method (each in its own child process).
     var rotationRuns = 3
-    /// Page size of the rotation database (workload 6).
-    var rotationPageSize = 1024
+    /// Page sizes of the rotation databases (workload 6): one file per page size and format.
+    var rotationPageSizes = [1024, 4096]
+    /// Formats of the rotation databases (workload 6): SQLCipher 3's, and SQLCipher 4's where the
+    /// linked engine reads it.
+    var rotationFormats: [CipherGeneration] = SQLCipherEngine.linked.major >= 4 ? [.sqlcipher3, .sqlcipher4] : [.sqlcipher3]
     /// Writer and reader tasks (workload 7).
     var writers = 8
     var readers = 8
@@ -42,7 +46,9 @@ struct Options {
           --lookups N           primary-key lookups (default 50000)
           --rotation-mb N       size of the rotation database in MB, 0 skips workload 6 (default 256)
           --rotation-runs N     child-process runs per rotation method (default 3)
-          --rotation-page-size N  page size of the rotation database (default 1024)
+          --rotation-page-size LIST  comma-separated page sizes of the rotation databases (default 1024,4096)
+          --rotation-format LIST     comma-separated formats of the rotation databases: sqlcipher3, sqlcipher4
+                                (default: sqlcipher3, and sqlcipher4 on SQLCipher 4)
           --writers N           writer tasks in workload 7 (default 8)
           --readers N           reader tasks in workload 7 (default 8)
           --ops-per-task N      operations per task in workload 7 (default 200)
@@ -75,7 +81,23 @@ struct Options {
             case "--lookups": options.lookups = try number(argument)
             case "--rotation-mb": options.rotationMB = try number(argument, minimum: 0)
             case "--rotation-runs": options.rotationRuns = try number(argument)
-            case "--rotation-page-size": options.rotationPageSize = try number(argument, minimum: 1024)
+            case "--rotation-page-size":
+                options.rotationPageSizes = try value(argument).split(separator: ",").map { text in
+                    guard let size = Int(text), size >= 512, size <= 65536, size & (size - 1) == 0 else {
+                        throw UsageError("--rotation-page-size needs powers of two from 512 to 65536, not \(text)")
+                    }
+                    return size
+                }
+            case "--rotation-format":
+                options.rotationFormats = try value(argument).split(separator: ",").map { name in
+                    guard let generation = CipherGeneration(name: String(name)), generation.rawValue >= 3 else {
+                        throw UsageError("--rotation-format takes sqlcipher3 or sqlcipher4, not \(name)")
+                    }
+                    guard generation.rawValue <= SQLCipherEngine.linked.major else {
+                        throw UsageError("--rotation-format \(name): the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read that format")
+                    }
+                    return generation
+                }
             case "--writers": options.writers = try number(argument, minimum: 0)
             case "--readers": options.readers = try number(argument, minimum: 0)
             case "--ops-per-task": options.opsPerTask = try number(argument)

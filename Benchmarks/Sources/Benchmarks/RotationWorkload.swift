@@ -15,8 +15,10 @@ struct RotationWorkload {
     let folder: String
     let megabytes: Int
     let runs: Int
-    /// The page size, in SQLCipher 3's format on either engine (as the library writes it).
+    /// The page size.
     let pageSize: Int
+    /// The file's format: SQLCipher 3's (on either engine) or SQLCipher 4's (on SQLCipher 4).
+    let generation: CipherGeneration
     let oldKey = randomHexKey()
     let newKey = randomHexKey()
 
@@ -24,12 +26,15 @@ struct RotationWorkload {
     static let oldKeyVariable = "ENCRYPTEDSQLITE_BENCH_OLD_KEY"
     static let newKeyVariable = "ENCRYPTEDSQLITE_BENCH_NEW_KEY"
     static let pageSizeVariable = "ENCRYPTEDSQLITE_BENCH_PAGE_SIZE"
+    static let generationVariable = "ENCRYPTEDSQLITE_BENCH_GENERATION"
 
-    /// What every raw connection on the rotation file runs after the key: the 3.x format the
-    /// library pins every engine to (``SQLCipherEngine``), at `pageSize`.
-    static func rawSettings(pageSize: Int) -> String {
-        (SQLCipherEngine.linked.major >= 4 ? "PRAGMA cipher_compatibility = 3; " : "") + "PRAGMA cipher_page_size = \(pageSize);"
+    /// What every raw connection on the rotation file runs after the key: `generation`'s format
+    /// (`cipher_compatibility` on SQLCipher 4; 3.4.1 writes only the 3.x format) at `pageSize`.
+    static func rawSettings(pageSize: Int, generation: CipherGeneration) -> String {
+        (SQLCipherEngine.linked.major >= 4 ? "PRAGMA cipher_compatibility = \(generation.rawValue); " : "") + "PRAGMA cipher_page_size = \(pageSize);"
     }
+
+    var rawSettings: String { Self.rawSettings(pageSize: pageSize, generation: generation) }
 
     var basePath: String { folder + "/rotation-base.sqlite" }
 
@@ -53,7 +58,7 @@ struct RotationWorkload {
         try? FileManager.default.removeItem(atPath: basePath)
         let rows = megabytes * 1_000_000 / 1165  // ~1165 bytes per row with 1 KiB pages and the index
         let db = try RawConnection(path: basePath, key: "x'\(oldKey)'", create: true)
-        try db.exec(Self.rawSettings(pageSize: pageSize))
+        try db.exec(rawSettings)
         try db.exec("""
             CREATE TABLE big(id INTEGER PRIMARY KEY, tag TEXT, payload BLOB);
             CREATE INDEX big_tag ON big(tag);
@@ -67,7 +72,7 @@ struct RotationWorkload {
     }
 
     func run(options: Options, report: Report) throws {
-        print("  building the \(megabytes) MB rotation file…")
+        print("  building the \(megabytes) MB rotation file (\(generation.name) format, \(pageSize)-byte pages)…")
         fflush(nil)
         let bytes = try makeBaseFile()
         var outcomes: [String: [Outcome]] = [:]
@@ -91,7 +96,7 @@ struct RotationWorkload {
         func wallThroughput(_ method: String) -> [Double] { outcomes[method, default: []].map { Double(bytes) / 1e6 / $0.seconds } }
         func rss(_ method: String) -> [Double] { outcomes[method, default: []].map { Double($0.peakRSSKB) / 1024 } }
         let productMethod = outcomes["product"]?.first?.rotationMethod ?? "?"
-        let size = String(format: "%.0f MB, %d-byte pages", Double(bytes) / 1e6, pageSize)
+        let size = String(format: "%.0f MB, %@, %d-byte pages", Double(bytes) / 1e6, generation.name, pageSize)
         report.add(ResultRow(workload: "6 rotate \(size)", baseline: "raw sqlite3_rekey", library: "rotation (\(productMethod)), report time",
                              unit: "MB/s", baselineSamples: throughput("rekey"), librarySamples: throughput("product"),
                              target: .ratioAtLeast(4),
@@ -106,7 +111,7 @@ struct RotationWorkload {
                              unit: "MB", baselineSamples: rss("rekey"), librarySamples: rss("product"), target: .valueAtMost(40)))
         for method in Self.methods {
             let list = outcomes[method, default: []]
-            report.note("rotation.\(method)", [
+            report.note("rotation.\(generation.name).\(pageSize).\(method)", [
                 "bytes": "\(bytes)",
                 "medianSeconds": String(format: "%.3f", median(list.map { $0.rotationSeconds ?? $0.seconds })),
                 "medianWallSeconds": String(format: "%.3f", median(list.map(\.seconds))),
@@ -135,6 +140,7 @@ struct RotationWorkload {
         environment[Self.oldKeyVariable] = oldKey
         environment[Self.newKeyVariable] = newKey
         environment[Self.pageSizeVariable] = "\(pageSize)"
+        environment[Self.generationVariable] = "\(generation.rawValue)"
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
@@ -145,10 +151,10 @@ struct RotationWorkload {
         let outcome = try JSONDecoder().decode(Outcome.self, from: data)
         let result = method == "export" || method == "backup" ? target : path
         let opened = try RawConnection(path: result, key: "x'\(newKey)'", readOnly: true)
-        try opened.exec(Self.rawSettings(pageSize: pageSize))
+        try opened.exec(rawSettings)
         guard (try? opened.verifyReadable()) != nil else { throw BenchmarkError("\(method): the result does not open with the new key") }
         let stale = try RawConnection(path: result, key: "x'\(oldKey)'", readOnly: true)
-        try stale.exec(Self.rawSettings(pageSize: pageSize))
+        try stale.exec(rawSettings)
         guard (try? stale.verifyReadable()) == nil else { throw BenchmarkError("\(method): the result still opens with the old key") }
         for file in [path, target] { try? FileManager.default.removeItem(atPath: file) }
         return outcome
@@ -158,7 +164,8 @@ struct RotationWorkload {
     static func child(arguments: [String]) throws {
         guard arguments.count == 3, let oldKey = ProcessInfo.processInfo.environment[oldKeyVariable],
               let newKey = ProcessInfo.processInfo.environment[newKeyVariable],
-              let pageSize = ProcessInfo.processInfo.environment[pageSizeVariable].flatMap({ Int($0) }) else {
+              let pageSize = ProcessInfo.processInfo.environment[pageSizeVariable].flatMap({ Int($0) }),
+              let generation = ProcessInfo.processInfo.environment[generationVariable].flatMap({ Int($0) }).flatMap(CipherGeneration.init(rawValue:)) else {
             throw UsageError("__rotation-child METHOD PATH TARGET, with the keys in the environment")
         }
         let (method, path, target) = (arguments[0], arguments[1], arguments[2])
@@ -168,7 +175,7 @@ struct RotationWorkload {
         let seconds: Double
         switch method {
         case "product":
-            let cipher = CipherSettings(pageSize: pageSize)
+            let cipher = CipherSettings(generation: generation, pageSize: pageSize)
             let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(oldKey), cipher: cipher),
                                                           DatabaseKey(id: "new", source: .hex(newKey), cipher: cipher)],
                                    environment: [:])
@@ -180,7 +187,7 @@ struct RotationWorkload {
         case "rekey":
             seconds = try timedRegion {
                 let db = try RawConnection(path: path, key: "x'\(oldKey)'")
-                try db.exec(rawSettings(pageSize: pageSize))
+                try db.exec(rawSettings(pageSize: pageSize, generation: generation))
                 try db.verifyReadable()
                 let key = "x'\(newKey)'"
                 let code = key.withCString { sqlite3_rekey(db.handle, $0, Int32(strlen($0))) }
@@ -190,24 +197,24 @@ struct RotationWorkload {
             seconds = try timedRegion {
                 // The attached file is created with the main connection's open flags.
                 let db = try RawConnection(path: path, key: "x'\(oldKey)'", create: true)
-                try db.exec(rawSettings(pageSize: pageSize))
+                try db.exec(rawSettings(pageSize: pageSize, generation: generation))
                 try db.verifyReadable()
                 let attach = try db.prepare("ATTACH DATABASE ? AS rotated KEY ?")
                 defer { sqlite3_finalize(attach) }
                 rawBindText(attach, 1, target)
                 rawBindText(attach, 2, "x'\(newKey)'")
                 guard sqlite3_step(attach) == SQLITE_DONE else { throw db.error(sqlite3_errcode(db.handle), "ATTACH") }
-                try db.exec(rawSettings(pageSize: pageSize).replacingOccurrences(of: "PRAGMA ", with: "PRAGMA rotated."))
+                try db.exec(rawSettings(pageSize: pageSize, generation: generation).replacingOccurrences(of: "PRAGMA ", with: "PRAGMA rotated."))
                 try db.exec("SELECT sqlcipher_export('rotated')")
                 try db.exec("DETACH DATABASE rotated")
             }
         case "backup":
             seconds = try timedRegion {
                 let source = try RawConnection(path: path, key: "x'\(oldKey)'")
-                try source.exec(rawSettings(pageSize: pageSize))
+                try source.exec(rawSettings(pageSize: pageSize, generation: generation))
                 try source.verifyReadable()
                 let destination = try RawConnection(path: target, key: "x'\(newKey)'", create: true)
-                try destination.exec(rawSettings(pageSize: pageSize))
+                try destination.exec(rawSettings(pageSize: pageSize, generation: generation))
                 guard let backup = sqlite3_backup_init(destination.handle, "main", source.handle, "main") else {
                     throw destination.error(sqlite3_errcode(destination.handle), "sqlite3_backup_init")
                 }

@@ -60,7 +60,12 @@ do {
         try OpenWorkloads(folder: folder, runs: options.openRuns, poolReaders: options.poolReaders).run(options: options, report: report)
     }
     if options.runs(.rotation), options.rotationMB > 0 {
-        try RotationWorkload(folder: folder, megabytes: options.rotationMB, runs: options.rotationRuns, pageSize: options.rotationPageSize).run(options: options, report: report)
+        for generation in options.rotationFormats {
+            for pageSize in options.rotationPageSizes {
+                try RotationWorkload(folder: folder, megabytes: options.rotationMB, runs: options.rotationRuns, pageSize: pageSize,
+                                     generation: generation).run(options: options, report: report)
+            }
+        }
     }
     if options.runs(.concurrency) {
         try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
@@ -75,6 +80,8 @@ do {
         "cores": "\(ProcessInfo.processInfo.activeProcessorCount)",
         "runs": "\(options.runs)", "openRuns": "\(options.openRuns)", "rows": "\(options.rows)", "lookups": "\(options.lookups)",
         "rotationMB": "\(options.rotationMB)", "rotationRuns": "\(options.rotationRuns)",
+        "rotationPageSizes": options.rotationPageSizes.map(String.init).joined(separator: ","),
+        "rotationFormats": options.rotationFormats.map(\.name).joined(separator: ","),
         "writers": "\(options.writers)", "readers": "\(options.readers)", "opsPerTask": "\(options.opsPerTask)",
         "concurrencyRuns": "\(options.concurrencyRuns)", "poolReaders": "\(options.poolReaders)",
     ])

@@ -69,11 +69,26 @@ package final class PageCipher {
         }
     }
 
+    /// The number of the first page in `pages` (whole pages as stored, the first of which is
+    /// page `first`) that does not authenticate (``authenticates(_:number:)``), skipping the
+    /// lock-byte page; `nil` when every page does.
+    package func firstUnauthenticatedPage(in pages: UnsafeRawBufferPointer, first: UInt32) -> UInt32? {
+        let size = format.pageSize
+        for index in 0..<(pages.count / size) {
+            let number = first + UInt32(index)
+            guard number != format.lockBytePage else { continue }
+            if !authenticates(UnsafeRawBufferPointer(rebasing: pages[(index * size)..<((index + 1) * size)]), number: number) { return number }
+        }
+        return nil
+    }
+
     /// Decrypts `page` (as stored, not all zeros) into `plaintext` (a whole page; page 1 gets
     /// SQLite's file header in its first 16 bytes). Returns `false`, writing nothing useful, when
-    /// the HMAC does not match.
-    package func decrypt(_ page: UnsafeRawBufferPointer, number: UInt32, into plaintext: UnsafeMutableRawBufferPointer) -> Bool {
-        guard authenticates(page, number: number) else { return false }
+    /// the HMAC does not match. With `authenticating: false` the HMAC is not checked: only for
+    /// bytes the caller has authenticated already and that cannot have changed since.
+    package func decrypt(_ page: UnsafeRawBufferPointer, number: UInt32, into plaintext: UnsafeMutableRawBufferPointer,
+                         authenticating: Bool = true) -> Bool {
+        guard !authenticating || authenticates(page, number: number) else { return false }
         let start = format.encryptedStart(page: number)
         let end = format.pageSize - format.reserve
         let iv = page.baseAddress! + end

@@ -57,9 +57,13 @@ package final class PageReencoder {
     /// Re-encrypts in place the whole pages in `pages` (as stored, at most `maximumPages`), the
     /// first of which is page number `first`. The lock-byte page and all-zero pages stay as they
     /// are. `editPage1` may change the plaintext of page 1 before it is encrypted again.
+    ///
+    /// With `authenticating: false` the old HMACs are not checked again: for pages the caller
+    /// authenticated when it read them before (``PageCipher/firstUnauthenticatedPage(in:first:)``)
+    /// and that nobody could change since.
     /// - Throws: ``Failure`` at the first page that does not authenticate or OpenSSL failing;
     ///   then the pages before it are re-encrypted and the rest unchanged.
-    package func reencrypt(_ pages: UnsafeMutableRawBufferPointer, first: UInt32,
+    package func reencrypt(_ pages: UnsafeMutableRawBufferPointer, first: UInt32, authenticating: Bool = true,
                            editPage1: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) throws(Failure) {
         let size = format.pageSize
         let count = pages.count / size
@@ -71,7 +75,7 @@ package final class PageReencoder {
             let number = first + UInt32(index)
             let page = UnsafeMutableRawBufferPointer(rebasing: pages[(index * size)..<((index + 1) * size)])
             if number == format.lockBytePage || PageCipher.isAllZeros(UnsafeRawBufferPointer(page)) { continue }
-            guard old.decrypt(UnsafeRawBufferPointer(page), number: number, into: plain) else { throw .notAuthenticated(page: number) }
+            guard old.decrypt(UnsafeRawBufferPointer(page), number: number, into: plain, authenticating: authenticating) else { throw .notAuthenticated(page: number) }
             if number == 1 { editPage1(plain) }
             let padding = UnsafeRawBufferPointer(rebasing: random[(index * format.reserve)..<((index + 1) * format.reserve)])
             guard new.encrypt(UnsafeRawBufferPointer(plain), number: number, salt: salt, random: padding, into: page) else {

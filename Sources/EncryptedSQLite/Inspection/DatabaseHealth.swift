@@ -70,7 +70,6 @@ public struct DatabaseHealth: Sendable, Equatable, Codable {
         let outcome = try KeyProbe(keys: keys, trial: KeyTrial.forInspection(path: path, busyTimeout: busyTimeout)).run()
         defer { outcome.connection.close() }
         let key = outcome.key
-        let settings = key.cipher.effective
         let format: String
         if key.isPlaintext {
             format = "plaintext"

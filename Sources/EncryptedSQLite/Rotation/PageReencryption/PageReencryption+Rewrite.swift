@@ -17,9 +17,10 @@ extension PageReencryption {
     /// With `walMode`, the new page 1 also says WAL mode (``walFileFormat(inPage1:)``), so that
     /// the commit puts the file back in the WAL mode the rotation took it out of: no SQLite
     /// transaction runs after the commit to do it.
-    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, `PageReencoder.Failure` for a page
-    ///   that does not authenticate with the old key or OpenSSL failing, ``PageFailure`` for a
-    ///   page that does not read back as written.
+    /// The old HMACs are not checked again: ``writeJournal(at:prepared:in:)`` authenticated every
+    /// page as it read it, under the lock held since.
+    /// - Throws: ``EncryptedDatabaseError`` for I/O failures, `PageReencoder.Failure` for OpenSSL
+    ///   failing, ``PageFailure`` for a page that does not read back as written.
     func rewritePages(_ prepared: Prepared, walMode: Bool, readBack: Bool, in context: RotationContext) throws -> Duration {
         let format = prepared.format
         let database = prepared.database
@@ -39,7 +40,9 @@ extension PageReencryption {
                 guard try database.read(into: stored, at: offset) == stored.count else {
                     throw FileSystemError.failed(operation: "read \(context.path): the file is shorter than its page count", errno: EIO)
                 }
-                try state.reencoder.reencrypt(stored, first: first, editPage1: { if walMode { Self.walFileFormat(inPage1: $0) } })
+                // writeJournal authenticated these very pages under the lock held since.
+                try state.reencoder.reencrypt(stored, first: first, authenticating: false,
+                                              editPage1: { if walMode { Self.walFileFormat(inPage1: $0) } })
                 try database.write(UnsafeRawBufferPointer(stored), at: offset)
                 guard let buffer = state.readBack else { return }
                 let time = Stopwatch()
