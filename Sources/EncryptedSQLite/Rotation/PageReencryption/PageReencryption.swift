@@ -9,9 +9,9 @@ import SQLCipherConnection
 /// share it, since a change of format goes through the export path).
 ///
 /// The phases, each in its own file: A, take the file and gather what the rewrite needs
-/// (``prepare(_:in:fromMaterial:toMaterial:)``); B, write the journal
-/// and make it durable before the database is touched; C, rewrite every page and compare it
-/// back from disk; D, commit by renaming the journal aside; E, let the engine open the file with
+/// (``prepare(_:in:fromMaterial:toMaterial:)``); B, write the journal, authenticating every
+/// page with the old key, and make it durable before the database is touched; C, rewrite every
+/// page and compare it back from disk; D, commit by renaming the journal aside; E, let the engine open the file with
 /// the new key, or put the journal back. Why this keeps every file intact through a crash is
 /// explained once, in the Key Rotation article.
 ///
