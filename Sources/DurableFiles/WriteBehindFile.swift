@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A file being written in bulk whose data goes to the disk while it is written: after every
 /// `interval` bytes written, a background thread syncs the file (one sync at a time), so that the
@@ -17,7 +16,7 @@ package final class WriteBehindFile: RandomAccessFile, @unchecked Sendable {
         var failure: FileSystemError?
     }
     // Invariant: only touched with the mutex held.
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let idle = DispatchGroup()
 
     /// Wraps `base`, syncing it in the background after every `interval` bytes written.

@@ -1,6 +1,6 @@
+import DurableFiles
 import EncryptedSQLite
 import Foundation
-import Synchronization
 import TestSupport
 
 /// The small service of the live-rotation tests (`LiveRotationTests`): opens its database from a
@@ -89,8 +89,8 @@ enum Service {
 
 /// What the service's threads did, and their output lines (one writer at a time).
 final class Tally: Sendable {
-    let stats = Mutex((operations: 0, failed: 0, longest: Duration.zero))
-    private let output = Mutex(())
+    let stats = Locked((operations: 0, failed: 0, longest: Duration.zero))
+    private let output = Locked(())
 
     @Sendable func say(_ line: String) {
         output.withLock { _ in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }

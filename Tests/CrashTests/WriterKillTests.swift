@@ -1,6 +1,6 @@
+import DurableFiles
 import EncryptedSQLite
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 
@@ -81,7 +81,7 @@ struct WriterKillTests {
         let process = writer.start(output: pipe.fileHandleForWriting)
         try process.run()
         try pipe.fileHandleForWriting.close()
-        let lines = Mutex<[Substring]>([])
+        let lines = Locked<[Substring]>([])
         let reader = Thread {
             let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             lines.withLock { $0 = text.split(separator: "\n") }

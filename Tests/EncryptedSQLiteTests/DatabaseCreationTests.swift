@@ -2,13 +2,12 @@ import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
 @testable import KeyConfiguration
-import Synchronization
 import Testing
 import TestSupport
 
 /// The durable steps one creation took through the seam, in order, from any thread.
 final class StepLog: Sendable {
-    private let steps = Mutex<[String]>([])
+    private let steps = Locked<[String]>([])
     func note(_ step: String) { steps.withLock { $0.append(step) } }
     var all: [String] { steps.withLock { $0 } }
 }

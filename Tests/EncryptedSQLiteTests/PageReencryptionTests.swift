@@ -2,7 +2,6 @@ import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
 @testable import KeyConfiguration
-import Synchronization
 import Testing
 import TestSupport
 
@@ -388,7 +387,7 @@ func copyState(of path: String, into folder: TemporaryDirectory) {
 
 /// Counts writes and syncs, from any thread.
 final class EventCounter: Sendable {
-    private let value = Mutex(0)
+    private let value = Locked(0)
     /// Counts one more event and returns its number (from 1).
     func next() -> Int { value.withLock { count in count += 1; return count } }
     /// The events counted so far.

@@ -1,7 +1,7 @@
+import DurableFiles
 import EncryptedSQLite
 import Foundation
 import Logging
-import Synchronization
 import Testing
 import TestSupport
 
@@ -53,7 +53,7 @@ struct RotationElsewhereTests {
         _ = try database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) }
 
         try setup.rotateElsewhere()
-        let runs = Mutex(0)
+        let runs = Locked(0)
         try database.write { db in
             runs.withLock { $0 += 1 }
             try db.execute("INSERT INTO notes(text) VALUES ('after')")
@@ -79,7 +79,7 @@ struct RotationElsewhereTests {
     @Test("a key provider is called again when the file was rotated elsewhere")
     func followsFromProvider() throws {
         var setup = try Setup()
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let (path, keysFile) = (setup.path, setup.keysFile)
         let database = try EncryptedDatabase(path: path, keyProvider: {
             calls.withLock { $0 += 1 }
@@ -98,7 +98,7 @@ struct RotationElsewhereTests {
         let keys = try KeysFile.load(path: setup.keysFile).keyList(forDatabase: setup.path)
         let database = try EncryptedDatabase(path: setup.path, keys: keys)
         try setup.rotateElsewhere()
-        let runs = Mutex(0)
+        let runs = Locked(0)
         do {
             try database.write { db in runs.withLock { $0 += 1 }; try db.execute("INSERT INTO notes(text) VALUES ('x')") }
             Issue.record("the write succeeded on a file rotated to a key the list lacks")
@@ -137,7 +137,7 @@ struct RotationElsewhereTests {
     func closureFailureNotRetried() throws {
         let setup = try Setup()
         let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 2))
-        let runs = Mutex(0)
+        let runs = Locked(0)
         let failure = SQLiteError(code: .notADatabase, message: "from the closure")
         #expect(throws: failure) { try database.write { _ in runs.withLock { $0 += 1 }; throw failure } }
         #expect(throws: failure) { try database.read { _ in runs.withLock { $0 += 1 }; throw failure } }

@@ -1,3 +1,4 @@
+import DurableFiles
 import Foundation
 import Synchronization
 
@@ -12,7 +13,7 @@ struct PageChunks {
     /// thread first makes its own state with `makeState`. Stops at the first error and rethrows it.
     func forEach<State>(workers: Int, makeState: @Sendable () throws -> State, work: @Sendable (inout State, UInt32, Int) throws -> Void) throws {
         let next = Atomic<Int>(0)
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Locked<(any Error)?>(nil)
         let threads = max(1, min(workers, chunkCount))
         DispatchQueue.concurrentPerform(iterations: threads) { _ in
             do {

@@ -3,7 +3,6 @@ import COpenSSLCrypto
 import DurableFiles
 import Foundation
 import SQLCipherConnection
-import Synchronization
 
 /// Phase C of a page re-encryption: every page rewritten for the new key, then read back and
 /// compared.
@@ -25,7 +24,7 @@ extension PageReencryption {
         let format = prepared.format
         let database = prepared.database
         let (oldKeys, newKeys) = (prepared.oldKeys, prepared.newKeys)
-        let readingBack = Mutex(Duration.zero)
+        let readingBack = Locked(Duration.zero)
         let workers = min(context.workers, chunks(prepared).chunkCount)
         do {
             try chunks(prepared).forEach(workers: context.workers, makeState: { () throws -> RewriteState in
