@@ -25,7 +25,8 @@ import SQLCipherConnection
 /// - **Process-wide settings.** Both engines keep `cipher_hmac_salt_mask` for the whole process
 ///   (measured on 3.4.1 and 4.6.1; `cipher_hmac_pgno` and `fast_kdf_iter` are per connection).
 ///   The one format that needs another mask, SQLCipher 2.0 beta's, is only used when a key names
-///   it explicitly (`legacy: true` does not try it). Such a connection is opened under
+///   it explicitly, or for a `legacy` key when the library's page layer found page 1 written in
+///   it with that key (``isBeta20File(at:material:)``). Such a connection is opened under
 ///   ``processWideSettings`` and the default is restored right after it derived its keys, but a
 ///   connection of the same process that derives its keys in that instant would use the beta mask
 ///   and fail to open (or, when it creates a file, write one no default setting opens): convert
@@ -88,10 +89,12 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// case), 1.x (no HMAC), 2.x from a big-endian host. PBKDF2 with 4,000 rounds costs little, so
     /// trying them in turn does too.
     ///
-    /// SQLCipher 2.0 beta files are not tried: they need another HMAC salt mask, which both engines
-    /// keep for the whole process, so that trying it would briefly change how every other
-    /// connection of the process derives its keys. They open with explicit settings
-    /// (``beta20``), best in a process of their own (`rekey`).
+    /// SQLCipher 2.0 beta files are not in this list: they need another HMAC salt mask, which both
+    /// engines keep for the whole process, so that trying it on every file would briefly change how
+    /// every other connection of the process derives its keys. A legacy key tries ``beta20`` only
+    /// after these, and only for a file whose page 1 the library's page layer authenticates in
+    /// that format (``isBeta20File(at:material:)``); explicit settings open them too. Best in a
+    /// process of their own (`rekey`).
     package static let legacyVariants: [CipherSettings] = [
         CipherSettings(generation: .sqlcipher2),
         CipherSettings(generation: .sqlcipher1),

@@ -20,8 +20,21 @@ struct KeyTrial {
 
     /// Like ``open(with:)``, trying each of the key's settings in turn (`formats`, or the key's
     /// ``ResolvedKey/settingsToTry``); also returns the key with the settings that opened the file.
+    /// A `legacy` key without settings then tries the SQLCipher 2.0 beta format, but only when
+    /// the library's page layer finds page 1 written in it with that key
+    /// (`SQLCipherEngine.isBeta20File(at:material:)`): that format changes a process-wide setting
+    /// while its connection derives its keys.
     func find(_ key: ResolvedKey, formats: [CipherSettings]? = nil) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
-        for settings in formats ?? key.settingsToTry {
+        if let found = try find(key, in: formats ?? key.settingsToTry) { return found }
+        guard key.legacy, key.cipher.isEngineDefault, let material = key.material,
+              SQLCipherEngine.isBeta20File(at: path, material: material),
+              let connection = try attempt(key, material, SQLCipherEngine.beta20)
+        else { return nil }
+        return (connection, key.with(SQLCipherEngine.beta20))
+    }
+
+    private func find(_ key: ResolvedKey, in formats: [CipherSettings]) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
+        for settings in formats {
             let keying = keyingMaterial(for: key, settings: settings)
             if let connection = try attempt(key, keying.material, settings) {
                 return (connection, key.with(settings))
