@@ -8,11 +8,14 @@ import Foundation
 /// `Mutex<Int>` are reported at once). A pthread mutex is seen, so the ThreadSanitizer run of
 /// `scripts/test.sh` can check the code that shares state between worker threads.
 ///
+/// `Value` is `Sendable` because ``withLock(_:)`` hands it to whichever thread holds the lock
+/// (`Mutex` gets the same guarantee from `sending`).
+///
 /// ```swift
 /// let failures = Locked(0)
 /// DispatchQueue.concurrentPerform(iterations: 4) { _ in failures.withLock { $0 += 1 } }
 /// ```
-package final class Locked<Value>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     // Invariant: only read or written with `lock` held.
     private var value: Value
