@@ -288,6 +288,37 @@ struct PageReencryptionTests {
         }
     }
 
+    @Test("a rotation whose connection saw the file in rollback mode before another process put it in WAL mode does not rewrite the file under that process's WAL: the WAL's rows survive and the file ends on the new key")
+    func fileTurnedWALUnderTheRotation() throws {
+        let directory = TemporaryDirectory("turned-wal")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+        let keys = try ring.keyList(database: path)
+        // The rotation's connection reads the file while it is in rollback mode (as a process
+        // starting up does), then another process switches it to WAL mode and commits a row
+        // that stays in the -wal while that process keeps the file open.
+        let connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].material, busyTimeout: .seconds(2))
+        try connection.verifyReadable()
+        let shell = try #require(SQLCipherShell.path)
+        let holder = try ShellHolder(shell: shell, database: path, key: ring.keys[0].shellKey,
+                                     sql: "PRAGMA journal_mode = WAL;\nINSERT INTO people(name) VALUES ('in the wal');")
+        let context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(2), verification: .pages,
+                                      logger: OpenOptions().logger, files: .system, workers: 2)
+        let plan = RotationPlan(from: keys.keys[0], to: keys.keys[1], strategy: .automatic)
+        #expect(plan.method == .pageReencryption)
+        let (rotated, report) = try plan.run(connection, in: context)
+        // Page re-encryption cannot run while another process has the WAL-mode file open.
+        #expect(report.method == .inPlace)
+        rotated.close()
+        holder.release()
+
+        let checked = try SQLCipherShell.run(path, key: ring.keys[1].shellKey,
+                                             "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM people WHERE name = 'in the wal';")
+        #expect(checked.stdout.split(separator: "\n") == ["ok", "201", "1"], "\(checked.stdout) \(checked.stderr)")
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+    }
+
     @Test("a connection that had the file open with the old key can neither read nor write after the rotation")
     func staleConnection() throws {
         let directory = TemporaryDirectory("stale")

@@ -18,7 +18,6 @@ struct EngineRekey: Rotation {
         }
         let start = Stopwatch()
         defer { connection.close() }
-        let journalMode = try context.step("reading the journal mode") { try connection.journalMode() }
         let bytes = context.fileSize
         try context.requireWritable(connection)
         // The journal (or WAL) grows to about the size of the database.
@@ -29,6 +28,9 @@ struct EngineRekey: Rotation {
             try connection.execute("BEGIN EXCLUSIVE")
             try connection.execute("COMMIT")
         }
+        // Read under the lock just taken: what the connection said before can be stale (another
+        // process may have switched the file to or from WAL mode since it last read it).
+        let journalMode = try context.step("reading the journal mode") { try connection.journalMode() }
 
         context.logger.notice("rotating database key", metadata: [
             "path": "\(context.path)", "from": "\(context.from.id)", "to": "\(context.to.id)", "journal_mode": "\(journalMode)", "bytes": "\(bytes)",

@@ -9,8 +9,9 @@ import SQLCipherConnection
 ///   a plaintext file).
 /// - A key-only change of a file in a page format the library can rewrite itself uses page
 ///   re-encryption (with ``RotationStrategy/automatic``), and falls back to the engine's rekey
-///   when page re-encryption declines at run time (another connection holds the WAL-mode file, a
-///   journal is present, page 1 does not authenticate with the library's derivation).
+///   when page re-encryption declines at run time (another connection holds the WAL-mode file or
+///   put the file in WAL mode meanwhile, a journal is present, page 1 does not authenticate with
+///   the library's derivation).
 /// - Otherwise, the engine's rekey.
 struct RotationPlan {
     /// The strategies to try, in order; each runs only if the one before declined.

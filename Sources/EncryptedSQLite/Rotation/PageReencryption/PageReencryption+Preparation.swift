@@ -33,6 +33,13 @@ extension PageReencryption {
         if FileManager.default.fileExists(atPath: context.path + "-journal") {
             throw NotApplicable(reason: "a journal file is present beside the database")
         }
+        // The journal mode the connection reported before the lock can be stale: another process
+        // may have put the file in WAL mode since this connection last read it, and taking the
+        // lock then opened that process's WAL. The lock then excludes only other writers, not the
+        // WAL's readers and checkpoints, so the file must not be rewritten underneath them.
+        if try context.step("reading the journal mode", { try connection.journalMode() }) == "wal" {
+            throw NotApplicable(reason: "another process put the file in WAL mode and has it open")
+        }
         let database = WriteBehindFile(context.files.observe(try context.step("opening the database file") { try connection.mainDatabaseFile() }),
                                        interval: writeBehindBytes)
         let bytes = try context.step("reading the database size") { () throws(FileSystemError) -> Int64 in try database.size() }

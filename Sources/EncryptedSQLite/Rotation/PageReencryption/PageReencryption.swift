@@ -15,7 +15,8 @@ import SQLCipherConnection
 /// the new key, or put the journal back. Why this keeps every file intact through a crash is
 /// explained once, in the Key Rotation article.
 ///
-/// It declines (nothing changed) when another connection holds the WAL-mode file, a journal is
+/// It declines (nothing changed) when another connection holds the WAL-mode file (also when
+/// another process put the file in WAL mode after this connection last read it), a journal is
 /// present, or page 1 does not authenticate with the library's own derivation of the old key;
 /// the ``RotationPlan`` then runs the engine's rekey.
 struct PageReencryption: Rotation {
