@@ -87,6 +87,8 @@ struct PageReencryption: Rotation {
         do {
             readBackDuration = try rewritePages(prepared, walMode: leftWAL, readBack: context.verification != .schema, in: context)
         } catch {
+            // A background sync of SQLite's handle may still run: wait for it before the handle goes.
+            prepared.database.close()
             connection.close()  // releases the lock with the journal hot
             throw rolledBack(because: (error as? PageFailure)?.detail ?? "\(error)", leftWAL: leftWAL, in: context)
         }
