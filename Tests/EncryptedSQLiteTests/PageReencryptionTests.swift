@@ -319,6 +319,36 @@ struct PageReencryptionTests {
         #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
+    @Test("an export (new cipher settings) whose connection saw the file in rollback mode before another process put it in WAL mode is refused as busy: the file and the WAL's row are untouched")
+    func exportRefusedWhenFileTurnedWAL() throws {
+        let directory = TemporaryDirectory("turned-wal-export")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: ring.keys[0].key.source),
+                                                      DatabaseKey(id: "new", source: ring.keys[1].key.source, cipher: CipherSettings(kdfIterations: 10_000))])
+        let connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].material, busyTimeout: .seconds(2))
+        try connection.verifyReadable()
+        let shell = try #require(SQLCipherShell.path)
+        let holder = try ShellHolder(shell: shell, database: path, key: ring.keys[0].shellKey,
+                                     sql: "PRAGMA journal_mode = WAL;\nINSERT INTO people(name) VALUES ('in the wal');")
+        let context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(2), verification: .pages,
+                                      logger: OpenOptions().logger, files: .system, workers: 2)
+        let plan = RotationPlan(from: keys.keys[0], to: keys.keys[1], strategy: .automatic)
+        #expect(plan.method == .export)
+        #expect {
+            _ = try plan.run(connection, in: context)
+        } throws: { error in
+            (error as? EncryptedDatabaseError)?.category == .busy && "\(error)".contains("WAL mode")
+        }
+        holder.release()
+
+        let checked = try SQLCipherShell.run(path, key: ring.keys[0].shellKey,
+                                             "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM people WHERE name = 'in the wal';")
+        #expect(checked.stdout.split(separator: "\n") == ["ok", "201", "1"], "\(checked.stdout) \(checked.stderr)")
+        #expect(databaseSideFiles(in: directory).filter { $0.contains("rekey") }.isEmpty)
+    }
+
     @Test("a connection that had the file open with the old key can neither read nor write after the rotation")
     func staleConnection() throws {
         let directory = TemporaryDirectory("stale")

@@ -43,6 +43,12 @@ struct ExportRotation: Rotation {
             }
         }
         try context.step("locking the database for the export") { try connection.execute("BEGIN IMMEDIATE") }
+        // The mode the connection reported before the lock can be stale: another process may have
+        // put the file in WAL mode since this connection last read it. Swapping the file would
+        // then take it from under that process's WAL.
+        if try context.step("reading the journal mode", { try connection.journalMode() }) == "wal" {
+            throw .busy(path: path, detail: "another process put the file in WAL mode and has it open; close other connections before encrypting or changing cipher settings")
+        }
         // Read under the lock: nothing can change between these facts and the export.
         let original = try context.step("reading the database's settings") { try DatabaseExport.SourceFacts(connection, journalMode: journalMode) }
 
