@@ -26,11 +26,19 @@ if [ $# -gt 0 ]; then
 fi
 
 failed=()
-phase() {  # phase <name> <command…>: runs it, times it, remembers a failure
-  local name=$1 start=$SECONDS
+failed_logs=()
+phases=0
+phase() {  # phase <name> <command…>: runs it, times it, keeps its output, remembers a failure
+  local name=$1 start=$SECONDS log
   shift
+  phases=$(( phases + 1 ))
+  mkdir -p .build
+  log=".build/test-phase-$phases.log"
   echo "== $name"
-  "$@" || failed+=("$name")
+  if ! "$@" 2>&1 | tee "$log"; then
+    failed+=("$name")
+    failed_logs+=("$log")
+  fi
   timings+=("$(printf '%-44s %5d s' "$name" $(( SECONDS - start )))")
 }
 timings=()
@@ -38,6 +46,11 @@ summary() {
   echo "== times"
   printf '  %s\n' "${timings[@]}"
   if [ ${#failed[@]} -gt 0 ]; then
+    # What failed, last, where a reader of the output's tail sees it (the whole output is in the logs).
+    for index in "${!failed[@]}"; do
+      echo "== what failed in: ${failed[$index]} (whole output: ${failed_logs[$index]})" >&2
+      grep -aE '✘ Test .*(recorded an issue|failed after)|error: |Fatal error|Caught error' "${failed_logs[$index]}" | cut -c1-400 | head -30 >&2
+    done
     echo "FAILED: ${failed[*]}" >&2
     exit 1
   fi
