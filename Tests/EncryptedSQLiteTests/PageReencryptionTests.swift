@@ -288,65 +288,69 @@ struct PageReencryptionTests {
         }
     }
 
+    /// A file on `keys[0]`, a rotation of it to `keys[1]` whose connection read the file while it
+    /// was in rollback mode (as a process starting up does), and a `sqlcipher` shell that has since
+    /// switched it to WAL mode and committed a row that stays in the `-wal` while it keeps the file
+    /// open. The caller runs the rotation, then releases the shell.
+    private struct FileTurnedWAL {
+        let directory: TemporaryDirectory
+        let ring: TestKeyring
+        let path: String
+        let connection: Connection
+        let holder: ShellHolder
+        let plan: RotationPlan
+        let context: RotationContext
+
+        init(_ label: String, newSettings: CipherSettings? = nil) throws {
+            directory = TemporaryDirectory(label)
+            ring = TestKeyring([.hex, .hex], in: directory)
+            path = directory.file("app.sqlite")
+            try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+            let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: ring.keys[0].key.source),
+                                                          DatabaseKey(id: "new", source: ring.keys[1].key.source, cipher: newSettings ?? CipherSettings())])
+            connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].material, busyTimeout: .seconds(2))
+            try connection.verifyReadable()
+            // The shell in WAL mode holding a committed row, with the file open.
+            holder = try ShellHolder(shell: try #require(SQLCipherShell.path), database: path, key: ring.keys[0].shellKey,
+                                     sql: "PRAGMA journal_mode = WAL;\nINSERT INTO people(name) VALUES ('in the wal');")
+            context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(2), verification: .pages,
+                                      logger: OpenOptions().logger, files: .system, workers: 2)
+            plan = RotationPlan(from: keys.keys[0], to: keys.keys[1], strategy: .automatic)
+        }
+
+        /// What the `sqlcipher` shell with key `index` reads: integrity check, rows, the WAL's row.
+        func shellCheck(key index: Int) throws -> [Substring] {
+            let checked = try SQLCipherShell.run(path, key: ring.keys[index].shellKey,
+                                                 "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM people WHERE name = 'in the wal';")
+            return checked.stdout.split(separator: "\n")
+        }
+    }
+
     @Test("a rotation whose connection saw the file in rollback mode before another process put it in WAL mode does not rewrite the file under that process's WAL: the WAL's rows survive and the file ends on the new key")
     func fileTurnedWALUnderTheRotation() throws {
-        let directory = TemporaryDirectory("turned-wal")
-        let ring = TestKeyring([.hex, .hex], in: directory)
-        let path = directory.file("app.sqlite")
-        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
-        let keys = try ring.keyList(database: path)
-        // The rotation's connection reads the file while it is in rollback mode (as a process
-        // starting up does), then another process switches it to WAL mode and commits a row
-        // that stays in the -wal while that process keeps the file open.
-        let connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].material, busyTimeout: .seconds(2))
-        try connection.verifyReadable()
-        let shell = try #require(SQLCipherShell.path)
-        let holder = try ShellHolder(shell: shell, database: path, key: ring.keys[0].shellKey,
-                                     sql: "PRAGMA journal_mode = WAL;\nINSERT INTO people(name) VALUES ('in the wal');")
-        let context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(2), verification: .pages,
-                                      logger: OpenOptions().logger, files: .system, workers: 2)
-        let plan = RotationPlan(from: keys.keys[0], to: keys.keys[1], strategy: .automatic)
-        #expect(plan.method == .pageReencryption)
-        let (rotated, report) = try plan.run(connection, in: context)
+        let setup = try FileTurnedWAL("turned-wal")
+        #expect(setup.plan.method == .pageReencryption)
+        let (rotated, report) = try setup.plan.run(setup.connection, in: setup.context)
         // Page re-encryption cannot run while another process has the WAL-mode file open.
         #expect(report.method == .inPlace)
         rotated.close()
-        holder.release()
-
-        let checked = try SQLCipherShell.run(path, key: ring.keys[1].shellKey,
-                                             "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM people WHERE name = 'in the wal';")
-        #expect(checked.stdout.split(separator: "\n") == ["ok", "201", "1"], "\(checked.stdout) \(checked.stderr)")
-        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        setup.holder.release()
+        #expect(try setup.shellCheck(key: 1) == ["ok", "201", "1"])
+        #expect(try !SQLCipherShell.opens(setup.path, with: setup.ring.keys[0].shellKey))
     }
 
     @Test("an export (new cipher settings) whose connection saw the file in rollback mode before another process put it in WAL mode is refused as busy: the file and the WAL's row are untouched")
     func exportRefusedWhenFileTurnedWAL() throws {
-        let directory = TemporaryDirectory("turned-wal-export")
-        let ring = TestKeyring([.hex, .hex], in: directory)
-        let path = directory.file("app.sqlite")
-        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
-        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: ring.keys[0].key.source),
-                                                      DatabaseKey(id: "new", source: ring.keys[1].key.source, cipher: CipherSettings(kdfIterations: 10_000))])
-        let connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].material, busyTimeout: .seconds(2))
-        try connection.verifyReadable()
-        let shell = try #require(SQLCipherShell.path)
-        let holder = try ShellHolder(shell: shell, database: path, key: ring.keys[0].shellKey,
-                                     sql: "PRAGMA journal_mode = WAL;\nINSERT INTO people(name) VALUES ('in the wal');")
-        let context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(2), verification: .pages,
-                                      logger: OpenOptions().logger, files: .system, workers: 2)
-        let plan = RotationPlan(from: keys.keys[0], to: keys.keys[1], strategy: .automatic)
-        #expect(plan.method == .export)
+        let setup = try FileTurnedWAL("turned-wal-export", newSettings: CipherSettings(kdfIterations: 10_000))
+        #expect(setup.plan.method == .export)
         #expect {
-            _ = try plan.run(connection, in: context)
+            _ = try setup.plan.run(setup.connection, in: setup.context)
         } throws: { error in
             (error as? EncryptedDatabaseError)?.category == .busy && "\(error)".contains("WAL mode")
         }
-        holder.release()
-
-        let checked = try SQLCipherShell.run(path, key: ring.keys[0].shellKey,
-                                             "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM people WHERE name = 'in the wal';")
-        #expect(checked.stdout.split(separator: "\n") == ["ok", "201", "1"], "\(checked.stdout) \(checked.stderr)")
-        #expect(databaseSideFiles(in: directory).filter { $0.contains("rekey") }.isEmpty)
+        setup.holder.release()
+        #expect(try setup.shellCheck(key: 0) == ["ok", "201", "1"])
+        #expect(databaseSideFiles(in: setup.directory).filter { $0.contains("rekey") }.isEmpty)
     }
 
     @Test("a connection that had the file open with the old key can neither read nor write after the rotation")
