@@ -1,3 +1,4 @@
+@testable import CipherFormats
 @testable import EncryptedSQLite
 import Foundation
 @testable import KeyConfiguration

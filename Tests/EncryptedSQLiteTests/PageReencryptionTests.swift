@@ -308,7 +308,7 @@ struct PageReencryptionTests {
             try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
             let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: ring.keys[0].key.source),
                                                           DatabaseKey(id: "new", source: ring.keys[1].key.source, cipher: newSettings ?? CipherSettings())])
-            connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].material, busyTimeout: .seconds(2))
+            connection = try Connection(path: path, access: .readWrite, key: keys.keys[0].cipherKey, busyTimeout: .seconds(2))
             try connection.verifyReadable()
             // The shell in WAL mode holding a committed row, with the file open.
             holder = try ShellHolder(shell: try #require(SQLCipherShell.path), database: path, key: ring.keys[0].shellKey,

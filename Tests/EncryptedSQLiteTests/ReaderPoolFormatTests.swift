@@ -53,6 +53,10 @@ struct ReaderPoolFormatTests {
             #expect(database.readerPoolOpenCount == 4)
         }
         #expect(held == Array(repeating: 1000, count: 4))
+        // The readers' key: the raw key plus salt derived once, with the key's own settings.
+        let readerKey = try #require(database.readerPoolCipherKey)
+        #expect(readerKey.material?.kind == .rawKey)
+        #expect(readerKey.cipher == testCase.cipher)
         // The file is in the key's format: its page size as the key says.
         let pageSize = try await database.read { try $0.queryValue("PRAGMA page_size", as: Int.self) }
         #expect(pageSize == testCase.cipher.format().pageSize)

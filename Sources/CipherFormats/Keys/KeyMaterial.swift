@@ -11,7 +11,7 @@ import SQLCipherConnection
 /// let material = try KeyMaterial.rawKey(hex: hexFromKeychain)
 /// let key = DatabaseKey(id: "2025-06", source: .material(material))
 /// ```
-public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Which kind of key this is.
     ///
     /// ```swift
@@ -103,8 +103,10 @@ public struct KeyMaterial: SQLCipherKey, Sendable, CustomStringConvertible, Cust
         return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
     }
 
-    /// Lends the bytes in the form `sqlite3_key` expects.
-    package func withSQLCipherBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+    /// Lends the bytes in the form `sqlite3_key` expects. Internal to the cipher layer: a
+    /// connection is keyed with a ``CipherKey`` (these bytes and the file's settings), never with
+    /// the bytes alone.
+    func withSQLCipherBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         try sqlcipherForm.withUnsafeBytes(body)
     }
 

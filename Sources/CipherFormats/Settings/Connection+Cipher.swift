@@ -14,11 +14,12 @@ extension Connection {
         package var reportedSuccess: Bool { code == SQLITE_OK }
     }
 
-    /// Rewrites every page of the main database with `material`, in one write transaction.
-    /// The key is passed through the C API, never as SQL text.
-    package func rekey(to material: KeyMaterial) -> RekeyOutcome {
-        let code = material.withSQLCipherBytes { key in
-            sqlite3_rekey(handle, key.baseAddress, Int32(key.count))
+    /// Rewrites every page of the main database with `key`'s material, in one write transaction,
+    /// keeping the connection's cipher settings (the caller rekeys only between keys that write
+    /// the same format). The key is passed through the C API, never as SQL text.
+    package func rekey(to key: CipherKey) -> RekeyOutcome {
+        let code = key.withSQLCipherBytes { bytes in
+            sqlite3_rekey(handle, bytes.baseAddress, Int32(bytes.count))
         }
         return RekeyOutcome(code: code, message: String(cString: sqlite3_errmsg(handle)))
     }
@@ -36,10 +37,10 @@ extension Connection {
         }
     }
 
-    /// Opens `path` keyed with `key` and written with `settings` (engine defaults when `nil`), or
-    /// unkeyed when `key` is `nil`. The engine's per-connection setup and the settings run right
-    /// after the key, before anything is read; the process-wide `cipher_default_*` pragmas are
-    /// never used.
+    /// Opens `path` keyed with `key`, its material and the settings of the file it opens, or
+    /// unkeyed when `key` is `nil`: the one way the library opens a keyed connection. The settings
+    /// run right after the key, before anything is read; the process-wide `cipher_default_*`
+    /// pragmas are never used.
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file or refuses a setting.
     ///
     /// SQLCipher keeps the HMAC salt mask (`cipher_hmac_salt_mask`, 0x00 in SQLCipher 2.0 beta
@@ -47,11 +48,9 @@ extension Connection {
     /// default are applied under a process-wide lock, the keys are derived at once (one read of
     /// the schema; its failure is left for the caller's own read to report), and the default mask
     /// is put back before the lock is released.
-    package convenience init(path: String, access: AccessMode, create: Bool = false, key: KeyMaterial?, cipher: CipherSettings? = nil, busyTimeout: Duration) throws {
-        let settings = cipher ?? .engineDefault
-        let setup = key == nil ? [] : SQLCipherEngine.linked.settingStatements(settings, schema: nil)
-        guard key != nil, let mask = settings.hmacSaltMask, mask != CipherFormat.defaultHMACSaltMask else {
-            try self.init(path: path, access: access, create: create, sqlcipherKey: key, keySetup: setup, busyTimeout: busyTimeout)
+    package convenience init(path: String, access: AccessMode, create: Bool = false, key: CipherKey?, busyTimeout: Duration) throws {
+        guard let key, let mask = key.settings.hmacSaltMask, mask != CipherFormat.defaultHMACSaltMask else {
+            try self.init(path: path, access: access, create: create, sqlcipherKey: key, busyTimeout: busyTimeout)
             return
         }
         SQLCipherEngine.processWideSettings.lock()
@@ -59,14 +58,14 @@ extension Connection {
             SQLCipherEngine.restoreDefaultHMACSaltMask()
             SQLCipherEngine.processWideSettings.unlock()
         }
-        try self.init(path: path, access: access, create: create, sqlcipherKey: key, keySetup: setup, busyTimeout: busyTimeout)
+        try self.init(path: path, access: access, create: create, sqlcipherKey: key, busyTimeout: busyTimeout)
         _ = try? queryValue("SELECT count(*) FROM sqlite_master", as: Int.self)
     }
 
-    /// Attaches `path` as `schema`, keyed with `key` (unencrypted when `nil`) and written with
-    /// `settings`. The key is bound as a parameter of `ATTACH … KEY ?`, never put in SQL text, and
+    /// Attaches `path` as `schema`, keyed with `key` (unencrypted when `nil`) and written with its
+    /// settings. The key is bound as a parameter of `ATTACH … KEY ?`, never put in SQL text, and
     /// is always given explicitly (an ATTACH without KEY may inherit the main key or write plaintext).
-    package func attach(path: String, as schema: String, key: KeyMaterial?, settings: CipherSettings) throws {
+    package func attach(path: String, as schema: String, key: CipherKey?) throws {
         let sql = "ATTACH DATABASE ? AS \(schema) KEY ?"
         #if DEBUG
         observation?.record(.prepared(sql))
@@ -88,14 +87,14 @@ extension Connection {
         // Drop the statement's copy of the key before anything else runs.
         sqlite3_clear_bindings(statement)
         guard code == SQLITE_DONE else { throw error(code: code, sql: sql) }
-        guard key != nil else { return }
+        guard let key else { return }
         // A new file is written through an attached database: never with a process-wide HMAC salt
         // mask of its own (the key list refuses such a current key).
-        precondition(settings.hmacSaltMask.map { $0 == CipherFormat.defaultHMACSaltMask } ?? true, "an attached database with another HMAC salt mask")
-        for statement in SQLCipherEngine.linked.settingStatements(settings, schema: schema) { try execute(statement) }
+        precondition(key.settings.hmacSaltMask.map { $0 == CipherFormat.defaultHMACSaltMask } ?? true, "an attached database with another HMAC salt mask")
+        for statement in key.keySetup(schema: schema) { try execute(statement) }
     }
 
-    /// Detaches a schema attached with ``attach(path:as:key:settings:)``.
+    /// Detaches a schema attached with ``attach(path:as:key:)``.
     package func detach(_ schema: String) throws {
         try execute("DETACH DATABASE \(schema)")
     }

@@ -159,7 +159,7 @@ public struct SQLCipherEngine: Sendable, Equatable {
 
     /// Puts SQLCipher's process-wide HMAC salt mask back to its default (0x3a).
     package static func restoreDefaultHMACSaltMask() {
-        guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: LoggingProbeKey(), busyTimeout: .zero) else { return }
+        guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: loggingProbeKey(), busyTimeout: .zero) else { return }
         defer { keyed.close() }
         try? keyed.execute("PRAGMA cipher_hmac_salt_mask = \"x'\(Hex.byte(CipherFormat.defaultHMACSaltMask))'\"")
     }
@@ -179,15 +179,14 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// keyed connection of the process: SQLCipher resets it when it first activates (measured on
     /// 4.6.1: a level set before any key is lost).
     private static func silenceLogging() {
-        guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: LoggingProbeKey(), busyTimeout: .zero) else { return }
+        guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: loggingProbeKey(), busyTimeout: .zero) else { return }
         defer { keyed.close() }
         try? keyed.execute("PRAGMA cipher_log_level = NONE")
     }
 
-    /// A throwaway key for the in-memory connections that change SQLCipher's process-wide settings (no secret).
-    private struct LoggingProbeKey: SQLCipherKey {
-        func withSQLCipherBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-            try Array("x'\(String(repeating: "0", count: 64))'".utf8).withUnsafeBytes(body)
-        }
+    /// A throwaway key (no secret) for the in-memory connection that changes SQLCipher's
+    /// process-wide settings, with the engine's defaults.
+    private static func loggingProbeKey() -> CipherKey? {
+        (try? KeyMaterial.rawKey(hex: String(repeating: "0", count: 64))).map { CipherKey(probing: $0) }
     }
 }

@@ -107,7 +107,7 @@ struct DatabaseBackup {
         do {
             switch method {
             case .backupAPI:
-                let destination = try Connection(path: temporary, access: .readWrite, key: targetKey.material, cipher: targetKey.cipher, busyTimeout: busyTimeout)
+                let destination = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(targetKey)
                 defer { destination.close() }
                 // The facts and the pages come from one read transaction on the source.
                 return try source.transaction(.deferred) { source in

@@ -1,9 +1,11 @@
 import CipherFormats
 import Foundation
+import KeyConfiguration
 import SQLCipherConnection
 
 /// A small pool of read-only connections to one WAL-mode database, keyed without a key derivation
 /// each (see `DerivedKey`), for reads that run concurrently with each other and with the writer.
+/// Readers open through ``KeyTrial``, keyed with the key's material and cipher settings together.
 ///
 /// Rotation cooperates with the pool: ``drain()`` stops new check-outs, waits until every reader
 /// is back, and closes them all; ``resume(keyedWith:)`` lets readers open again, keyed with the
@@ -11,9 +13,8 @@ import SQLCipherConnection
 /// process is met rather than made: ``replaceKey(_:)`` closes the idle readers and each reader in
 /// use when it comes back, without waiting for them.
 final class ReaderPool: @unchecked Sendable {
-    private let path: String
+    private let trial: KeyTrial
     private let capacity: Int
-    private let busyTimeout: Duration
     private let setup: @Sendable (Connection) throws -> Void
     // Invariant: every property below is only touched with `condition` locked.
     private let condition = NSCondition()
@@ -21,23 +22,23 @@ final class ReaderPool: @unchecked Sendable {
     private var opened = 0
     private var checkedOut = 0
     private var draining = false
-    private var key: KeyMaterial?
+    private var key: ResolvedKey
     /// Counts ``replaceKey(_:)`` calls: a reader opened before the last one is closed when it
     /// comes back.
     private var generation = 0
 
-    /// A pool of up to `capacity` readers; `setup` runs on each reader it opens (foreign keys
-    /// and the application's `prepareConnection`).
-    init(path: String, capacity: Int, key: KeyMaterial?, busyTimeout: Duration, setup: @escaping @Sendable (Connection) throws -> Void) {
-        self.path = path
+    /// A pool of up to `capacity` readers of `path`, keyed with `key`; `setup` runs on each reader
+    /// it opens (foreign keys and the application's `prepareConnection`).
+    init(path: String, capacity: Int, key: ResolvedKey, busyTimeout: Duration, setup: @escaping @Sendable (Connection) throws -> Void) {
+        trial = KeyTrial(path: path, access: .readOnly, busyTimeout: busyTimeout)
         self.capacity = max(1, capacity)
         self.key = key
-        self.busyTimeout = busyTimeout
         self.setup = setup
     }
 
-    /// The key readers are opened with (for tests: a derived raw key, never a passphrase).
-    var readerKey: KeyMaterial? { condition.withLock { key } }
+    /// The key readers are opened with (for tests: a derived raw key, never a passphrase, with
+    /// the settings of the file).
+    var readerKey: ResolvedKey { condition.withLock { key } }
 
     /// Runs `body` on a reader inside a deferred transaction (a consistent snapshot), waiting for
     /// a free reader when all are busy.
@@ -67,7 +68,7 @@ final class ReaderPool: @unchecked Sendable {
         let key = self.key
         condition.unlock()
         do {
-            let connection = try Connection(path: path, access: .readOnly, key: key, busyTimeout: busyTimeout)
+            let connection = try trial.connect(key)
             do {
                 try connection.verifyReadable()
                 try setup(connection)
@@ -111,7 +112,7 @@ final class ReaderPool: @unchecked Sendable {
     }
 
     /// Lets readers open again, keyed with `key`.
-    func resume(keyedWith key: KeyMaterial?) {
+    func resume(keyedWith key: ResolvedKey) {
         condition.withLock {
             self.key = key
             draining = false
@@ -122,7 +123,7 @@ final class ReaderPool: @unchecked Sendable {
     /// Keys readers opened from now on with `key`, closes the idle readers, and closes each reader
     /// in use when it comes back (after another process rotated the file: their key no longer
     /// opens it, and each reader in use finishes on the snapshot it has).
-    func replaceKey(_ key: KeyMaterial?) {
+    func replaceKey(_ key: ResolvedKey) {
         condition.withLock {
             self.key = key
             generation += 1

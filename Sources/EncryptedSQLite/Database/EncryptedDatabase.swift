@@ -39,7 +39,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
     private let readers: ReaderPool?
     private let setup: ConnectionSetup
     private let logger: Logger
-    private let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
+    /// Runs the async overloads' work off the cooperative pool.
+    let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
     private let reentrancy = ReentrancyGuard()
     // Invariant: `writer`, `writerKey` and `currentReport` are only touched with `writerLock` held.
     private let writerLock = NSLock()
@@ -250,31 +251,6 @@ public final class EncryptedDatabase: @unchecked Sendable {
         }
     }
 
-    /// `read(_:)` for Swift concurrency: runs on a thread of the database's own dispatch queue,
-    /// not on the cooperative pool.
-    /// - Throws: as `read(_:)`.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await run { try self.read(body) }
-    }
-
-    /// `write(_:)` for Swift concurrency.
-    /// - Throws: as `write(_:)`.
-    public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await run { try self.write(body) }
-    }
-
-    /// `writeWithoutTransaction(_:)` for Swift concurrency.
-    /// - Throws: as `writeWithoutTransaction(_:)`.
-    public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await run { try self.writeWithoutTransaction(body) }
-    }
-
-    private func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-
     // MARK: Rotation
 
     /// Rotates the file to the current key if it is not on it yet (for databases opened with
@@ -406,54 +382,12 @@ public final class EncryptedDatabase: @unchecked Sendable {
         writerLock.withLock { (writerKey, options.busyTimeout) }
     }
 
-    /// The reader pool's current key (for tests).
-    var readerPoolKey: KeyMaterial? { readers?.readerKey }
+    /// The reader pool's current key material (for tests).
+    var readerPoolKey: KeyMaterial? { readers?.readerKey.material }
 
-    // MARK: Finds which key opens a file
+    /// The reader pool's current key, material and settings (for tests).
+    var readerPoolCipherKey: ResolvedKey? { readers?.readerKey }
 
-    /// Finds which key opens a file and whether it needs rotation, without writing anything, and
-    /// leaves the file's folder as it found it (no `-wal`/`-shm` left behind on a WAL-mode file;
-    /// see ``DatabaseInspection``).
-    /// - Throws: ``EncryptedDatabaseError`` as for opening (except rotation errors).
-    public static func check(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> KeyCheck {
-        try ConcurrentOpen(path: path, source: .fixed(keys), options: OpenOptions(busyTimeout: busyTimeout)).check()
-    }
-
-    // MARK: Reader pool setup
-
-    private static func makeReaderPool(writer: Connection, key: ResolvedKey, path: String, options: OpenOptions, setup: ConnectionSetup) throws(EncryptedDatabaseError) -> ReaderPool? {
-        guard options.concurrentReaders > 0 else { return nil }
-        do {
-            var mode = try writer.journalMode()
-            if mode != "wal" && !options.readOnly {
-                mode = (try writer.queryValue("PRAGMA journal_mode = WAL", as: String.self) ?? "").lowercased()
-            }
-            guard mode == "wal" else {
-                options.logger.warning("no reader pool: the database is not in WAL mode", metadata: ["path": "\(path)"])
-                return nil
-            }
-        } catch {
-            throw .ioFailure(path: path, operation: "switching to WAL mode for concurrent readers", detail: "\(error)")
-        }
-        return ReaderPool(
-            path: path, capacity: options.concurrentReaders, key: readerKey(for: key, path: path, options: options), busyTimeout: options.busyTimeout,
-            setup: { try setup.run(on: $0) })
-    }
-
-    /// The key for reader connections: the raw key plus salt the probe derived (no further
-    /// key derivation), checked to open the file; else the key itself, which then costs a key
-    /// derivation per reader.
-    private static func readerKey(for key: ResolvedKey, path: String, options: OpenOptions) -> KeyMaterial? {
-        let trial = KeyTrial(path: path, access: .readOnly, busyTimeout: options.busyTimeout)
-        let keying = trial.keyingMaterial(for: key, settings: key.cipher)
-        guard keying.salt != nil, let material = keying.material,
-              (try? trial.open(with: ResolvedKey(id: key.id, material: material, cipher: key.cipher))) != nil
-        else {
-            if key.material != nil {
-                options.logger.warning("reader connections will each derive the key: no derived key could be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
-            }
-            return key.material
-        }
-        return material
-    }
+    /// The number of pooled readers open now (for tests).
+    var readerPoolOpenCount: Int { readers?.openCount ?? 0 }
 }

@@ -2,7 +2,13 @@ import CipherFormats
 import KeyConfiguration
 import SQLCipherConnection
 
-/// One attempt to open a file with one key, on a fresh connection.
+/// One attempt to open a file with one key, on a fresh connection: the one place that turns a
+/// ``ResolvedKey`` into a keyed connection.
+///
+/// Every keyed connection of the library opens here (``open(with:)``, ``connect(_:create:)``): the
+/// probe's trials, the writer, pooled readers, the export's and backup's connections, creation.
+/// Each is keyed with the key's material and its cipher settings together (`CipherKey`); there
+/// is no way to key a handle with the bytes alone.
 struct KeyTrial {
     let path: String
     let access: Connection.AccessMode
@@ -28,21 +34,21 @@ struct KeyTrial {
         if let found = try find(key, in: formats ?? key.settingsToTry) { return found }
         guard key.legacy, key.cipher.isEngineDefault, let material = key.material,
               SQLCipherEngine.isBeta20File(at: path, material: material),
-              let connection = try attempt(key, material, SQLCipherEngine.beta20)
+              let connection = try attempt(key.with(SQLCipherEngine.beta20))
         else { return nil }
         return (connection, key.with(SQLCipherEngine.beta20))
     }
 
     private func find(_ key: ResolvedKey, in formats: [CipherSettings]) throws(EncryptedDatabaseError) -> (connection: Connection, key: ResolvedKey)? {
         for settings in formats {
-            let keying = keyingMaterial(for: key, settings: settings)
-            if let connection = try attempt(key, keying.material, settings) {
+            let keying = keyed(key.with(settings))
+            if let connection = try attempt(keying.key) {
                 return (connection, key.with(settings))
             }
             // A derived key goes with the salt it was derived for: if the file changed under us
             // (replaced by a rotation elsewhere), derive again rather than call the key wrong.
             if let salt = keying.salt, let fresh = DerivedKey.salt(ofFileAt: path), fresh != salt,
-               let connection = try attempt(key, keyingMaterial(for: key, settings: settings).material, settings) {
+               let connection = try attempt(keyed(key.with(settings)).key) {
                 return (connection, key.with(settings))
             }
         }
@@ -51,20 +57,41 @@ struct KeyTrial {
 
     /// What to key the connection with: for a key that is not legacy, the raw key plus salt
     /// derived with the file format's KDF once per material and file, so that the derivation is
-    /// paid once per process (probe, verification and reader connections share it); else the
-    /// material itself (also when page 1 holds a plaintext header instead of the salt).
-    func keyingMaterial(for key: ResolvedKey, settings: CipherSettings) -> (material: KeyMaterial?, salt: [UInt8]?) {
+    /// paid once per process (probe, verification and reader connections share it), with the
+    /// key's settings; else the key itself (also when page 1 holds a plaintext header instead of
+    /// the salt).
+    func keyed(_ key: ResolvedKey) -> (key: ResolvedKey, salt: [UInt8]?) {
         guard let material = key.material, !key.legacy, let salt = DerivedKey.salt(ofFileAt: path),
-              let format = PageFormat(settings: settings), format.plaintextHeaderSize == 0,
+              let format = PageFormat(settings: key.cipher), format.plaintextHeaderSize == 0,
               let derived = material.derived(forSalt: salt, derivation: format.keyDerivation)
-        else { return (key.material, nil) }
-        return (derived, salt)
+        else { return (key, nil) }
+        return (key.with(derived), salt)
     }
 
-    private func attempt(_ key: ResolvedKey, _ material: KeyMaterial?, _ settings: CipherSettings) throws(EncryptedDatabaseError) -> Connection? {
+    /// The key for connections opened after the probe (the reader pool's): the raw key plus salt
+    /// the probe derived, with the key's settings, when it opens the file; else the key itself,
+    /// which then costs a key derivation per connection (`derivesPerConnection` says so).
+    func connectionKey(for key: ResolvedKey) -> (key: ResolvedKey, derivesPerConnection: Bool) {
+        let keying = keyed(key)
+        guard keying.salt != nil, let connection = try? open(with: keying.key) else {
+            return (key, key.material?.kind == .passphrase)
+        }
+        connection.close()
+        return (keying.key, false)
+    }
+
+    /// A connection on the file keyed with `key` exactly as given, not checked against the file:
+    /// for a file being created (`create`), or one the caller verifies itself.
+    /// - Throws: ``SQLiteError`` when SQLite cannot open the file or refuses a setting.
+    func connect(_ key: ResolvedKey, create: Bool = false) throws -> Connection {
+        let connection = try Connection(path: path, access: access, create: create, key: key.cipherKey, busyTimeout: busyTimeout)
+        if queryOnly { try connection.execute("PRAGMA query_only = 1") }
+        return connection
+    }
+
+    private func attempt(_ key: ResolvedKey) throws(EncryptedDatabaseError) -> Connection? {
         do {
-            let connection = try Connection(path: path, access: access, key: material, cipher: settings, busyTimeout: busyTimeout)
-            if queryOnly { try connection.execute("PRAGMA query_only = 1") }
+            let connection = try connect(key)
             try connection.verifyReadable()
             return connection
         } catch let error as SQLiteError where error.code.primary == .notADatabase {

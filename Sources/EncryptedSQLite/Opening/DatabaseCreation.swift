@@ -40,7 +40,7 @@ struct DatabaseCreation {
         }
         defer { file.close() }
         do {
-            let connection = try Connection(path: file.temporaryPath, access: .readWrite, create: true, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
+            let connection = try KeyTrial(path: file.temporaryPath, access: .readWrite, busyTimeout: busyTimeout).connect(key, create: true)
             // SQLite writes nothing until the first change: make it write page 1 now.
             try connection.execute("PRAGMA user_version = 0")
             try connection.execute("BEGIN IMMEDIATE; CREATE TABLE __encryptedsqlite_init(x); DROP TABLE __encryptedsqlite_init; COMMIT")

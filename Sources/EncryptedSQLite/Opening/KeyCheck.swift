@@ -7,7 +7,7 @@ public struct KeyCheck: Sendable, Equatable {
     /// The id of the current key.
     public let currentKeyID: String
     /// The keys tried, in order.
-    public let attempts: [OpenReport.KeyAttempt]
+    public let attempts: [KeyAttempt]
 
     /// `true` when the file is on an older key, or on the current key in another format than
     /// the current key's settings name (a 3.x file under a current key for the 4.x format).

@@ -1,15 +1,8 @@
 /// What happened when a database was opened: which key opened it, what was tried, whether it was
 /// created or rotated, and how long each step took.
 public struct OpenReport: Sendable, Equatable, Codable {
-    /// One key tried on the file.
-    public struct KeyAttempt: Sendable, Equatable, Codable {
-        /// The key's id.
-        public let keyID: String
-        /// Whether this key opened the file.
-        public let opened: Bool
-        /// How long the attempt took (dominated by PBKDF2 for passphrases).
-        public let duration: Duration
-    }
+    /// One key tried on the file (see ``EncryptedSQLite/KeyAttempt``).
+    public typealias KeyAttempt = EncryptedSQLite.KeyAttempt
 
     /// The database path.
     public let path: String

@@ -12,7 +12,7 @@ struct EngineRekey: Rotation {
     var method: RotationMethod { .inPlace }
 
     func rotate(_ connection: Connection, in context: RotationContext) throws(EncryptedDatabaseError) -> RotationResult {
-        guard let key = context.to.material else {
+        guard let key = context.to.cipherKey else {
             // The plan sends every change to or from plaintext through the export path.
             return .declined(connection, reason: "the engine's rekey cannot write an unencrypted file")
         }

@@ -131,23 +131,35 @@ public struct DatabaseKey: Sendable, CustomStringConvertible, CustomReflectable 
     public var customMirror: Mirror { Mirror(self, children: ["id": id, "source": source.description]) }
 }
 
-/// A key whose source has been resolved to material, with the settings its files use.
+/// A key whose source has been resolved: its id, and its material together with the settings of
+/// the files it opens (a ``CipherKey``, the only value a connection can be keyed with).
+///
+/// Every kind of key ends here: a passphrase, a raw key, a key file or variable, and any kind
+/// added later (a data key unwrapped with a key-encryption key) resolves to material, and opens
+/// files only through ``cipherKey``.
 package struct ResolvedKey: Sendable {
     package let id: String
-    /// `nil` for the plaintext entry.
-    package let material: KeyMaterial?
-    package let cipher: CipherSettings
+    /// The material and the settings of the files it opens; `nil` for the plaintext entry.
+    package let cipherKey: CipherKey?
     package let legacy: Bool
     /// When the key was created, if known.
     package let created: Date?
 
     package init(id: String, material: KeyMaterial?, cipher: CipherSettings = .engineDefault, legacy: Bool = false, created: Date? = nil) {
+        self.init(id: id, cipherKey: material.map { CipherKey(material: $0, settings: cipher) }, legacy: legacy, created: created)
+    }
+
+    package init(id: String, cipherKey: CipherKey?, legacy: Bool = false, created: Date? = nil) {
         self.id = id
-        self.material = material
-        self.cipher = cipher
+        self.cipherKey = cipherKey
         self.legacy = legacy
         self.created = created
     }
+
+    /// The secret; `nil` for the plaintext entry.
+    package var material: KeyMaterial? { cipherKey?.material }
+    /// The settings of the files this key opens (the engine's defaults for the plaintext entry).
+    package var cipher: CipherSettings { cipherKey?.settings ?? .engineDefault }
 
     /// `true` when a file written with `self` and with `other` would have the same format
     /// (every setting resolved on the linked engine; legacy keys never match).
@@ -169,6 +181,12 @@ package struct ResolvedKey: Sendable {
     /// This key with the settings that opened a file.
     package func with(_ settings: CipherSettings) -> ResolvedKey {
         ResolvedKey(id: id, material: material, cipher: settings, legacy: legacy, created: created)
+    }
+
+    /// This key with `material` in place of its own (a raw key derived from it for one file),
+    /// keeping its settings.
+    package func with(_ material: KeyMaterial) -> ResolvedKey {
+        ResolvedKey(id: id, cipherKey: cipherKey?.with(material) ?? CipherKey(material: material, settings: .engineDefault), legacy: legacy, created: created)
     }
 }
 

@@ -45,12 +45,12 @@ public final class Connection {
     public let accessMode: AccessMode
 
     /// Opens `path` and keys it with `key` (or leaves it unkeyed when `key` is `nil`), then runs
-    /// `keySetup` (the cipher layer's per-connection settings) before anything is read.
+    /// the key's ``SQLCipherKey/keySetup`` (its cipher settings) before anything is read.
     ///
     /// The file must exist unless `create` is set. Nothing is read from the file here, so a
     /// wrong key is only detected by the first read (see ``verifyReadable()``).
     /// - Throws: ``SQLiteError`` when SQLite cannot open the file or a setup statement fails.
-    package init(path: String, access: AccessMode, create: Bool = false, sqlcipherKey key: (any SQLCipherKey)?, keySetup: [String] = [], busyTimeout: Duration) throws {
+    package init(path: String, access: AccessMode, create: Bool = false, sqlcipherKey key: (any SQLCipherKey)?, busyTimeout: Duration) throws {
         var flags = SQLITE_OPEN_NOMUTEX
         switch access {
         case .readWrite: flags |= SQLITE_OPEN_READWRITE
@@ -69,7 +69,7 @@ public final class Connection {
                 sqlite3_key(handle, bytes.baseAddress, Int32(bytes.count))
             }
             guard keyCode == SQLITE_OK else { throw error(code: keyCode, sql: nil) }
-            for statement in keySetup { try execute(statement) }
+            for statement in key.keySetup { try execute(statement) }
         }
         setBusyTimeout(busyTimeout)
         // Setting temp_store does not read the database file, so it is safe right after the key.

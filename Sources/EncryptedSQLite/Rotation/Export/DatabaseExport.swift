@@ -59,7 +59,7 @@ struct DatabaseExport {
     /// - Throws: ``EncryptedDatabaseError``.
     func export(from: ResolvedKey, to: ResolvedKey, into temporary: String, original: SourceFacts, walMode: Bool) throws(EncryptedDatabaseError) {
         do {
-            let exporter = try Connection(path: path, access: .readWrite, key: from.material, cipher: from.cipher, busyTimeout: busyTimeout)
+            let exporter = try KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout).connect(from)
             defer { exporter.close() }
             _ = try copy(on: exporter, to: to, into: temporary, original: original, walMode: walMode)
         } catch {
@@ -72,7 +72,7 @@ struct DatabaseExport {
     /// the facts read inside that transaction (so that they describe exactly what was copied while
     /// other connections go on writing).
     func copy(on exporter: Connection, to: ResolvedKey, into temporary: String, original: SourceFacts?, walMode: Bool) throws -> SourceFacts {
-        try exporter.attach(path: temporary, as: Self.schema, key: to.material, settings: to.cipher)
+        try exporter.attach(path: temporary, as: Self.schema, key: to.cipherKey)
         func prepareCopy(_ facts: SourceFacts) throws {
             if to.material == nil {
                 try exporter.execute("PRAGMA \(Self.schema).page_size = \(facts.pageSize)")
@@ -97,7 +97,7 @@ struct DatabaseExport {
         try exporter.detach(Self.schema)
         if walMode {
             // Put the new file in WAL mode on its own connection; closing it removes its WAL.
-            let walSetter = try Connection(path: temporary, access: .readWrite, key: to.material, cipher: to.cipher, busyTimeout: busyTimeout)
+            let walSetter = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(to)
             _ = try walSetter.queryValue("PRAGMA journal_mode = WAL", as: String.self)
             walSetter.close()
         }
@@ -115,7 +115,7 @@ struct DatabaseExport {
         }
         do {
             // Read-write so that closing it removes the WAL and shared-memory files of a WAL-mode copy.
-            let copy = try Connection(path: temporary, access: .readWrite, key: key.material, cipher: key.cipher, busyTimeout: busyTimeout)
+            let copy = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(key)
             defer { copy.close() }
             try copy.verifyReadable()
             if let check {

@@ -93,7 +93,7 @@ struct ExportRotation: Rotation {
 
         let opened: Connection
         do {
-            opened = try Connection(path: path, access: .readWrite, key: context.to.material, cipher: context.to.cipher, busyTimeout: context.busyTimeout)
+            opened = try KeyTrial(path: path, access: .readWrite, busyTimeout: context.busyTimeout).connect(context.to)
             try opened.verifyReadable()
         } catch {
             throw .verificationFailed(path: path, keyID: context.to.id, detail: "the swapped-in file did not open: \(error)")

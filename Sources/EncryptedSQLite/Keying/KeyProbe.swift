@@ -9,7 +9,7 @@ struct KeyProbe {
     struct Outcome {
         let connection: Connection
         let key: ResolvedKey
-        let attempts: [OpenReport.KeyAttempt]
+        let attempts: [KeyAttempt]
     }
 
     let keys: KeyList
@@ -35,7 +35,7 @@ struct KeyProbe {
             throw .noKeyOpens(path: path, triedKeyIDs: [plaintext.id])
         }
         try Self.requireEncryptedCandidate(kind, path: path)
-        var attempts: [OpenReport.KeyAttempt] = []
+        var attempts: [KeyAttempt] = []
         for key in keys.trialOrder {
             let stopwatch = Stopwatch()
             if let (connection, opened) = try trial.find(key, formats: Self.formats(for: key, isCurrent: key.id == keys.currentID)) {
