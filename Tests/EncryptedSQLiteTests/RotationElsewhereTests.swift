@@ -1,5 +1,5 @@
 import DurableFiles
-import EncryptedSQLite
+@testable import EncryptedSQLite
 import Foundation
 import Logging
 import Testing
@@ -74,6 +74,35 @@ struct RotationElsewhereTests {
         // The file is on the newest key only.
         let keys = try KeysFile.load(path: setup.keysFile).keyList(forDatabase: setup.path)
         #expect(try EncryptedDatabase.check(path: setup.path, keys: keys).openedWithKeyID == "key-2")
+    }
+
+    @Test("a pool of 5 readers, all idle on the old key, after a rotation made elsewhere: the read succeeds once, every old reader is closed")
+    func idleReadersOfTheOldKeyClosed() throws {
+        // Five reads held open at once leave five idle readers on key-0. Unless following the
+        // rotation closes them, each retry lands on another stale reader and the read fails with
+        // SQLite error 26 after its 3 retries (checked: it does when ReaderPool.replaceKey keeps them).
+        var setup = try Setup()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 5))
+        try database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('before')") }
+        let held = try PooledReads.holdAtOnce(database, count: 5, { try $0.queryValue("SELECT count(*) FROM notes", as: Int.self) ?? -1 }) {
+            #expect(database.readerPoolOpenCount == 5)
+        }
+        #expect(held == Array(repeating: 1, count: 5))
+        #expect(database.readerPoolOpenCount == 5, "five idle readers on key-0")
+
+        try setup.rotateElsewhere()
+        let runs = Locked(0)
+        let count = try database.read { db in
+            runs.withLock { $0 += 1 }
+            return try db.queryValue("SELECT count(*) FROM notes", as: Int.self)
+        }
+        #expect(count == 1)
+        #expect(runs.withLock { $0 } == 1)
+        #expect(database.report.openedWithKeyID == "key-1")
+        // Every reader of key-0 was closed: the one open now is the one that served the read.
+        #expect(database.readerPoolOpenCount == 1)
+        let again = try PooledReads.holdAtOnce(database, count: 5, { try $0.queryValue("SELECT count(*) FROM notes", as: Int.self) ?? -1 })
+        #expect(again == Array(repeating: 1, count: 5))
     }
 
     @Test("a key provider is called again when the file was rotated elsewhere")
