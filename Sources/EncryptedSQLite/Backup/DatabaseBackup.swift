@@ -54,6 +54,8 @@ struct DatabaseBackup {
     /// The key the backup is encrypted with.
     let targetKey: ResolvedKey
     let busyTimeout: Duration
+    /// The durable file steps (the seam the rotations use; tests alter the copy through it).
+    var files: FileOperations = .system
 
     /// Which copy the linked engine supports for these keys.
     var method: BackupReport.Method {
@@ -76,13 +78,14 @@ struct DatabaseBackup {
         let temporary = RotationTemporaries.newPath(for: target, suffix: RotationTemporaries.backupSuffix)
         let file: DurableNewFile
         do {
-            file = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: .system)
+            file = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: files)
         } catch {
             throw .ioFailure(path: target, operation: "creating the backup's temporary file", detail: error.description)
         }
         defer { file.close() }
         let method = method
         let facts = try copy(into: temporary, method: method)
+        files.written(temporary)
         let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
         try exporter.verify(temporary, key: targetKey, against: facts, check: "PRAGMA quick_check")
         do {

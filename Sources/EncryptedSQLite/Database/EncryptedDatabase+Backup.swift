@@ -30,8 +30,8 @@ extension EncryptedDatabase {
     ///   nothing is left under `target`.
     @discardableResult
     public func backup(to target: String) throws(EncryptedDatabaseError) -> BackupReport {
-        let (key, busyTimeout) = keyAndTimeout
-        return try DatabaseBackup(path: path, sourceKey: key, targetKey: keys.current, busyTimeout: busyTimeout).run(to: target)
+        let (key, busyTimeout, files) = keyAndTimeout
+        return try DatabaseBackup(path: path, sourceKey: key, targetKey: keys.current, busyTimeout: busyTimeout, files: files).run(to: target)
     }
 
     /// ``backup(to:)`` for a database that is not open in this process (`rekey backup`): finds the

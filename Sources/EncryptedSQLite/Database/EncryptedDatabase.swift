@@ -1,5 +1,6 @@
 import CipherFormats
 import DatabaseMigrations
+import DurableFiles
 import Foundation
 import KeyConfiguration
 import Logging
@@ -377,9 +378,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
         ])
     }
 
-    /// The key the writer is on now and the busy timeout (for backups and health reports).
-    var keyAndTimeout: (key: ResolvedKey, busyTimeout: Duration) {
-        writerLock.withLock { (writerKey, options.busyTimeout) }
+    /// The key the writer is on now, the busy timeout and the file steps (for backups and health reports).
+    var keyAndTimeout: (key: ResolvedKey, busyTimeout: Duration, files: FileOperations) {
+        writerLock.withLock { (writerKey, options.busyTimeout, options.files) }
     }
 
     /// The reader pool's current key material (for tests).

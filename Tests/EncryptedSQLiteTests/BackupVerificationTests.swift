@@ -1,0 +1,79 @@
+import DurableFiles
+@testable import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+/// A backup is read with the current key and compared with its snapshot before it is published:
+/// a copy damaged between the copy and that check is refused, and nothing appears under the
+/// target's name. The copy reaches the file-operations seam (`FileOperations.written`) as the
+/// export path's does, where the independent shell spoils it.
+@Suite("Backup: verification before publishing")
+struct BackupVerificationTests {
+    enum Damage: String, CaseIterable, Sendable {
+        case rowMissing = "a row missing", userVersion = "another user_version", pageScribbled = "a page overwritten"
+    }
+
+    @Test("a copy damaged before its check gives verificationFailed: nothing under the target's name, no temporary left", arguments: Damage.allCases)
+    func damagedCopyRefused(_ damage: Damage) throws {
+        let directory = TemporaryDirectory("backup-verify")
+        let ring = TestKeyring([.hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 300)
+        let backups = directory.file("backups")
+        try FileManager.default.createDirectory(atPath: backups, withIntermediateDirectories: false)
+        let target = backups + "/app-backup.sqlite"
+
+        let damaged = EventCounter()
+        var options = OpenOptions()
+        options.files.written = { copy in
+            _ = damaged.next()
+            switch damage {
+            case .rowMissing:
+                let result = try? SQLCipherShell.run(copy, key: ring.keys[0].shellKey, "DELETE FROM people WHERE id = 17;")
+                #expect(result?.status == 0, "\(result?.stderr ?? "")")
+            case .userVersion:
+                let result = try? SQLCipherShell.run(copy, key: ring.keys[0].shellKey, "PRAGMA user_version = 43;")
+                #expect(result?.status == 0, "\(result?.stderr ?? "")")
+            case .pageScribbled:
+                // The last page's bytes replaced: its HMAC no longer matches.
+                guard let handle = FileHandle(forUpdatingAtPath: copy) else { Issue.record("cannot open the copy"); return }
+                let size = handle.seekToEndOfFile()
+                handle.seek(toFileOffset: size - 512)
+                handle.write(Data(repeating: 0x5a, count: 256))
+                try? handle.synchronize()
+                try? handle.close()
+            }
+        }
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let before = FileSnapshot(path)
+        #expect {
+            try database.backup(to: target)
+        } throws: { error in
+            guard case .verificationFailed(_, "k1", let detail) = error as? EncryptedDatabaseError else { return false }
+            return !detail.isEmpty
+        }
+        #expect(damaged.count == 1, "the backup should have handed its copy to the seam once")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: backups) == [], "no temporary left")
+        // The database itself is untouched and still serves.
+        #expect(FileSnapshot(path) == before)
+        #expect(try database.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } == 300)
+    }
+
+    @Test("the undamaged copy passes the same check and is published (the control for the test above)")
+    func undamagedCopyPublished() throws {
+        let directory = TemporaryDirectory("backup-verify-ok")
+        let ring = TestKeyring([.hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 300)
+        let seen = EventCounter()
+        var options = OpenOptions()
+        options.files.written = { _ in _ = seen.next() }
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let target = directory.file("app-backup.sqlite")
+        try database.backup(to: target)
+        #expect(seen.count == 1)
+        #expect(try SQLCipherShell.run(target, key: ring.keys[0].shellKey, "SELECT count(*) FROM people;").stdout == "300\n")
+    }
+}
