@@ -184,9 +184,10 @@ package struct ResolvedKey: Sendable {
     }
 
     /// This key with `material` in place of its own (a raw key derived from it for one file),
-    /// keeping its settings.
+    /// keeping its settings. The plaintext entry has no material to replace.
     package func with(_ material: KeyMaterial) -> ResolvedKey {
-        ResolvedKey(id: id, cipherKey: cipherKey?.with(material) ?? CipherKey(material: material, settings: .engineDefault), legacy: legacy, created: created)
+        guard let cipherKey else { preconditionFailure("the plaintext entry has no key material to replace") }
+        return ResolvedKey(id: id, cipherKey: cipherKey.with(material), legacy: legacy, created: created)
     }
 }
 
