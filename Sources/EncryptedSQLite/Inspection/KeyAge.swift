@@ -5,10 +5,11 @@ import KeyConfiguration
 /// from the key's `created:` date. Known without opening the file.
 ///
 /// ```swift
-/// for database in try DatabaseSelection.all.databases(inKeysFileAt: "Keys") {
-///     if let age = KeyAge(database), age.tooOld { print("\(database.path): make a new key") }
-/// }
+/// let age = KeyAge(path: "app.sqlite", keys: keys, maximumDays: 365)
+/// if age.tooOld { print("app.sqlite: make a new key") }
 /// ```
+///
+/// For a database of a Keys file, ``init(_:now:)`` takes the path, key list and policy from its entry.
 public struct KeyAge: Sendable, Equatable, Codable {
     /// The database path.
     public let path: String
@@ -22,12 +23,6 @@ public struct KeyAge: Sendable, Equatable, Codable {
     public let maximumDays: Int?
     /// `true` when the current key is older than the policy allows.
     public let tooOld: Bool
-
-    /// The age of `database`'s current key at `now`, or `nil` when its key list could not be built.
-    public init?(_ database: FleetDatabase, now: Date = Date()) {
-        guard case .success(let keys) = database.keys else { return nil }
-        self.init(path: database.path, keys: keys, maximumDays: database.maximumKeyAgeDays, now: now)
-    }
 
     /// The age of the current key of `keys` at `now`, against `maximumDays`.
     public init(path: String, keys: KeyList, maximumDays: Int?, now: Date = Date()) {
