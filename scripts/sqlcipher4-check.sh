@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the README's test command (scripts/test.sh) on a fresh Debian 13 (trixie, SQLCipher 4.6.1): in
 # the root scripts/sqlcipher4-root.sh makes, where scripts/test.sh sees an engine of its own and runs
-# the suite once on it. scripts/test.sh runs this after the suite on a Debian 12 machine.
+# the suite once on it, under the caller's umask (TEST_UMASK empty; the host's run has umask 077).
+# scripts/test.sh runs this after the suite on a Debian 12 machine.
 #   scripts/sqlcipher4-check.sh                  every test and the demo (ThreadSanitizer only with TSAN=1)
 #   scripts/sqlcipher4-check.sh --filter Rotation
 #   scripts/sqlcipher4-check.sh --prepare        only make the root and install its packages
@@ -24,7 +25,7 @@ fi
 arguments=""
 [ $# -gt 0 ] && arguments=$(printf '%q ' "$@")
 status=0
-sqlcipher4_run "env $exchange TSAN=${TSAN:-0} scripts/test.sh $arguments" || status=$?
+sqlcipher4_run "env $exchange TSAN=${TSAN:-0} TEST_UMASK= scripts/test.sh $arguments" || status=$?
 if [ -d "$clone/.build/engine-exchange/out" ]; then
   rm -rf "$repo/.build/engine-exchange/from-sqlcipher4" && mkdir -p "$repo/.build/engine-exchange"
   cp -a "$clone/.build/engine-exchange/out" "$repo/.build/engine-exchange/from-sqlcipher4"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command, and all that CI (.ci/run) runs. Installs what the tests need
-# (scripts/setup.sh), then runs every test against the real SQLCipher library on this machine's engine,
-# the README's demo (scripts/demo.sh), the concurrency and transaction tests again under
-# ThreadSanitizer, and:
+# (scripts/setup.sh), then runs every test against the real SQLCipher library on this machine's engine
+# under umask 077 (no test may depend on the caller's umask; the SQLCipher 4 run below keeps the
+# caller's umask, so both are covered), the README's demo (scripts/demo.sh), the concurrency and
+# transaction tests again under ThreadSanitizer, and:
 #   on Debian 12 (SQLCipher 3.4.1): every test again against SQLCipher 4.6.1 in a Debian 13 root
 #     (scripts/sqlcipher4-check.sh, needs root or sudo; made while the first run goes), then each
 #     engine opens the files the other wrote (CrossEngineTests);
@@ -10,6 +11,8 @@
 # A failure on either engine fails the command. Extra arguments go to `swift test` on this machine's
 # engine only, with no ThreadSanitizer run (e.g. scripts/test.sh --filter KillTests).
 #   TSAN=0            no ThreadSanitizer run
+#   TEST_UMASK=…      the umask of the "every test" phase (default 077; empty: the caller's umask,
+#                     as scripts/sqlcipher4-check.sh sets for the SQLCipher 4 run)
 #   SQLCIPHER4=0      on Debian 12, no SQLCipher 4 run (it then says that SQLCipher 4 was not tested)
 #   SQLCIPHER4_ROOT   where the Debian 13 root goes (default .build-sqlcipher4/root)
 # Stress: REKEY_KILL_TRIALS=250 MIGRATION_KILL_TRIALS=250 scripts/test.sh --filter Kill
@@ -57,7 +60,13 @@ summary() {
 }
 host_suite() {
   phase "SQLCipher $engine: build" swift build --build-tests
-  phase "SQLCipher $engine: every test" swift test
+  local test_umask=${TEST_UMASK-077}
+  if [ -n "$test_umask" ]; then
+    # Tests set the modes they rely on; a hardened umask (security-minded users, CI images) proves it.
+    phase "SQLCipher $engine: every test (umask $test_umask)" bash -c 'umask "$1" && exec swift test' umask "$test_umask"
+  else
+    phase "SQLCipher $engine: every test (umask $(umask))" swift test
+  fi
   phase "SQLCipher $engine: the README's demo (scripts/demo.sh)" scripts/demo.sh
   if [ "${TSAN:-1}" != 0 ]; then
     # The suites whose code shares state between threads: the reader pool, transactions, the page

@@ -182,7 +182,9 @@ struct RekeyCommandTests {
         chown(fixture.directory.file("Keys"), 65534, 65534)
         chmod(fixture.directory.file("Keys"), 0o600)
         let asNobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups"
-        // The file belongs to root: nobody can read it but not write it.
+        // The file belongs to root: nobody can read it but not write it. Its mode is set here, not
+        // left to the umask the suite runs under (077 would make it unreadable for nobody).
+        #expect(chmod(fixture.path, 0o644) == 0)
         var snapshot = FileSnapshot(fixture.path)
         let file = try RekeyCLI.runWrapped(asNobody, ["--db", "app.sqlite"], in: fixture.directory)
         #expect(file.status == 77, "\(file.stderr)")
