@@ -1,3 +1,4 @@
+import Foundation
 import EncryptedSQLite
 
 /// The process exit codes, following sysexits.h.
@@ -16,24 +17,35 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
 
     var code: Int32 { rawValue }
 
+    /// What the code means, in the words `--help` prints and the rekey guide's "Exit codes" table
+    /// shows (``markdownTable``, checked against the guide by `ExitCodeTableTests`): the one place
+    /// this wording lives. Code names are in backticks.
     var meaning: String {
         switch self {
-        case .success: return "success (rotated, or already on the current key)"
-        case .needsRotation: return "--check: a file is on an older key and needs rotation (keys retire-check: a file still needs the key)"
-        case .keyTooOld: return "--check and status: a current key is older than its max_key_age_days (make a new key)"
-        case .usage: return "usage error"
-        case .noKeyOpens: return "no configured key opens the file (or it is empty, plaintext or not a database)"
+        case .success: return "success: rotated, or already on the current key"
+        case .needsRotation: return "`--check`: a file is on an older key and needs rotation; `keys retire-check`: a file still needs the key (or could not be checked)"
+        case .keyTooOld: return "`--check` and `status`: a current key is older than its `max_key_age_days` (make a new key)"
+        case .usage: return "usage error (also `decrypt` without `--confirm-plaintext`)"
+        case .noKeyOpens: return "no configured key opens the file (or it is empty, too short, plaintext without a plaintext entry, a SQLCipher 4 file, or not a database)"
         case .missingDatabase: return "database file missing"
-        case .cannotCreate: return "the output file already exists (it is never overwritten)"
-        case .ioError: return "I/O error, disk full, or the rotation did not verify"
+        case .cannotCreate: return "the output of `decrypt`/`dump --out`/`backup --to`, or a new key file, already exists (it is never overwritten)"
+        case .ioError: return "I/O error, disk full or file-size limit, rotation not applied or not verified"
         case .busy: return "the database is locked by another process; try again"
-        case .permission: return "permission problem (read-only file or folder; Keys file, key file or their folder with an untrusted owner or mode)"
-        case .invalidKeys: return "invalid or missing Keys file, or the database is not listed in it"
+        case .permission: return "permission problem: read-only file or folder; the Keys file, a key file or a folder above them with an untrusted owner or mode"
+        case .invalidKeys: return "Keys file missing or invalid, database not listed in it, variable unset"
         }
     }
 
+    /// Every code and its meaning on one line, for `--help`.
     static var documentation: String {
-        allCases.map { "\($0.code) \($0.meaning)" }.joined(separator: "; ")
+        allCases.map { "\($0.code) \($0.meaning)." }.joined(separator: " ")
+    }
+
+    /// The rekey guide's exit-code table (Markdown): one row per code, in order, with its
+    /// ``meaning``. `ExitCodeTableTests` checks that `RekeyCommand.md` holds exactly this text.
+    static var markdownTable: String {
+        let rows = allCases.map { "| \($0.code) | \($0.meaning.replacingOccurrences(of: "|", with: "\\|")) |" }
+        return (["| exit | meaning |", "|---|---|"] + rows).joined(separator: "\n") + "\n"
     }
 
     init(_ error: KeyConfigurationError) {
