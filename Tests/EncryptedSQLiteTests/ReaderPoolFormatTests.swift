@@ -1,3 +1,4 @@
+import CipherFormats
 @testable import EncryptedSQLite
 import Foundation
 import Testing
@@ -58,7 +59,8 @@ struct ReaderPoolFormatTests {
         #expect(readerKey.material?.kind == .rawKey)
         #expect(readerKey.cipher == testCase.cipher)
         // The file is in the key's format: its page size as the key says.
-        let pageSize = try await database.read { try $0.queryValue("PRAGMA page_size", as: Int.self) }
+        // (SQLCipher 4 answers PRAGMA page_size itself, as text: integerPragma reads both forms.)
+        let pageSize = try await database.read { try $0.integerPragma("page_size") }
         #expect(pageSize == testCase.cipher.format().pageSize)
     }
 
