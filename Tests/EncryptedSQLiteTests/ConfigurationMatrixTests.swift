@@ -318,7 +318,7 @@ final class MatrixRun {
                     return
                 }
                 let seen = try database.read { try $0.queryValue("SELECT count(*) FROM notes", as: Int.self) }
-                if seen != expected && seen != expected + 1 { failures.withLock { $0.append("read \(seen) notes, expected \(expected)") } }
+                if seen != expected && seen != expected + 1 { failures.withLock { $0.append("read \(seen ?? -1) notes, expected \(expected)") } }
             } catch {
                 failures.withLock { $0.append("\(error)") }
             }
