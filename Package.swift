@@ -94,7 +94,7 @@ let package = Package(
             name: "EncryptedSQLiteTests",
             dependencies: [
                 "EncryptedSQLite", "SQLCipherConnection", "CipherFormats", "DatabaseMigrations", "KeyConfiguration",
-                "DurableFiles", "CSQLCipher", "TestSupport", "notes-service-example",
+                "DurableFiles", "CSQLCipher", "TestSupport", "notes-service-example", "rekey",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),

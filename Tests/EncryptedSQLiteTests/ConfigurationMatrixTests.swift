@@ -234,15 +234,17 @@ final class MatrixRun {
         try step("back up") { try backUp(database, keyNumber: 4, pageSize: format.pageSize, name: "backup-1.sqlite") }
         try step("health and status") { try health(keyNumber: 4, pageSize: format.pageSize) }
 
-        // A rotation made elsewhere (another database object, as another process), by the
-        // engine's rekey, followed by the first database on its next write and read.
+        // A rotation made by another process: `rekey` with the engine's rekey, from the Keys file
+        // (environment keys in its environment), followed by the first database on its next
+        // write and read.
         try writeKeysFile(count: 5)
         let beforeElsewhere = try step("digest before the rotation elsewhere") { try database.write { try Fixture.contentDigest($0) } }
-        try step("rotate elsewhere (k4 → k5, engine rekey)") {
-            let other = try EncryptedDatabase(path: path, keyProvider: provider, options: OpenOptions(busyTimeout: .seconds(20), rotationStrategy: .engineRekey))
-            #expect(other.report.openedWithKeyID == "k4")
-            #expect(other.report.rotation?.toKeyID == "k5")
-            #expect(other.report.rotation?.method == .inPlace, "elsewhere: \(String(describing: other.report.rotation))")
+        try step("rotate in another process (rekey --strategy engineRekey, k4 → k5)") {
+            let environment = ProcessInfo.processInfo.environment.merging(ring.environment) { $1 }
+            let result = try ProcessRunner.run(BuiltProduct.path("rekey"), ["--db", path, "--keys", keysFile, "--strategy", "engineRekey", "--busy-timeout", "20"],
+                                               environment: environment)
+            #expect(result.status == 0, "rekey: \(result.stdout) \(result.stderr)")
+            #expect(result.stdout.contains("k4") && result.stdout.contains("k5"), "rekey: \(result.stdout)")
         }
         try step("check the rotation elsewhere") { try verifyOnKeyOnly(5, previous: 4, digest: beforeElsewhere, stage: "elsewhere", pageSize: format.pageSize) }
         try step("write after the rotation elsewhere (follows it)") { try write(database, count: 3) }
