@@ -24,19 +24,6 @@ extension Connection {
         return RekeyOutcome(code: code, message: String(cString: sqlite3_errmsg(handle)))
     }
 
-    /// The value of an integer pragma such as `page_size` or `cipher_page_size`, or `nil` when it
-    /// has none. SQLCipher 4 answers some of them itself, as text (`PRAGMA page_size` comes back
-    /// as a TEXT column named `cipher_page_size`), SQLite as an integer: both are read here.
-    /// - Throws: ``SQLiteError``.
-    package func integerPragma(_ pragma: String) throws -> Int? {
-        guard let row = try queryOne("PRAGMA \(pragma)") else { return nil }
-        switch row.values.first {
-        case .integer(let value): return Int(value)
-        case .text(let text): return Int(text.trimmingCharacters(in: .whitespaces))
-        default: return nil
-        }
-    }
-
     /// Opens `path` keyed with `key`, its material and the settings of the file it opens, or
     /// unkeyed when `key` is `nil`: the one way the library opens a keyed connection. The settings
     /// run right after the key, before anything is read; the process-wide `cipher_default_*`

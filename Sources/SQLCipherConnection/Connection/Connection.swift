@@ -238,6 +238,25 @@ public final class Connection {
         try execute("PRAGMA application_id = \(id)")
     }
 
+    /// The value of an integer pragma such as `page_size`, `cipher_page_size` or `kdf_iter`, or
+    /// `nil` when it has none. SQLCipher 4 answers some pragmas itself, as text (`PRAGMA page_size`
+    /// comes back as a TEXT column named `cipher_page_size`), SQLite and SQLCipher 3 as an integer:
+    /// this reads both, so the same code works on every engine (`queryValue(_:as: Int.self)` does
+    /// not turn text into a number).
+    ///
+    /// ```swift
+    /// let pageSize = try database.read { try $0.integerPragma("page_size") }   // 4096 on SQLCipher 4
+    /// ```
+    /// - Throws: ``SQLiteError``.
+    public func integerPragma(_ pragma: String) throws -> Int? {
+        guard let row = try queryOne("PRAGMA \(pragma)") else { return nil }
+        switch row.values.first {
+        case .integer(let value): return Int(value)
+        case .text(let text): return Int(text.trimmingCharacters(in: .whitespaces))
+        default: return nil
+        }
+    }
+
     /// The journal mode, lowercased: `delete`, `wal`, `truncate`, `persist`, `memory` or `off`.
     /// - Throws: ``SQLiteError``.
     public func journalMode() throws -> String {
