@@ -73,7 +73,7 @@ host_suite() {
     # re-encryption's workers and write-behind syncs, following a rotation made elsewhere.
     phase "SQLCipher $engine: ThreadSanitizer (concurrency, transactions, page re-encryption workers, catch-up)" \
       swift test --sanitize=thread --scratch-path .build-tsan \
-        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests"
+        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests|ReaderPoolFormatTests"
   fi
 }
 
