@@ -51,7 +51,7 @@ struct BackupVerificationTests {
             try database.backup(to: target)
         } throws: { error in
             guard case .verificationFailed(_, "k1", let detail) = error as? EncryptedDatabaseError else { return false }
-            return !detail.isEmpty
+            return detail.hasPrefix("the backup copy ") && detail.hasSuffix("nothing was written under \(target)")
         }
         #expect(damaged.count == 1, "the backup should have handed its copy to the seam once")
         #expect(!FileManager.default.fileExists(atPath: target))

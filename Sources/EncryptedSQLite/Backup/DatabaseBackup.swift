@@ -87,7 +87,8 @@ struct DatabaseBackup {
         let facts = try copy(into: temporary, method: method)
         files.written(temporary)
         let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
-        try exporter.verify(temporary, key: targetKey, against: facts, check: "PRAGMA quick_check")
+        try exporter.verify(temporary, key: targetKey, against: facts, check: "PRAGMA quick_check",
+                            copy: "the backup copy", outcome: "nothing was written under \(target)")
         do {
             try file.publish(as: target, replacing: false)
         } catch .targetExists {

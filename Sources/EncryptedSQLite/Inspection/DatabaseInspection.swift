@@ -125,7 +125,8 @@ public enum DatabaseInspection {
         let plaintext = ResolvedKey(id: "plaintext copy", material: nil)
         let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
         try exporter.export(from: outcome.key, to: plaintext, into: temporary, original: facts, walMode: false)
-        try exporter.verify(temporary, key: plaintext, against: facts, check: "PRAGMA quick_check")
+        try exporter.verify(temporary, key: plaintext, against: facts, check: "PRAGMA quick_check",
+                            copy: "the decrypted copy", outcome: "nothing was written under \(target)")
         do {
             try copy.publish(as: target, replacing: false)
         } catch .targetExists {

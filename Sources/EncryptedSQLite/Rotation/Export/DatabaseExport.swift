@@ -108,28 +108,31 @@ struct DatabaseExport {
     /// Opens the copy on a fresh connection with its key and checks it: `check` (a PRAGMA, or
     /// none), then the same schema, row count in every table, `user_version`, `application_id` and
     /// page size as recorded from the original.
+    /// `copy` names the copy in the error and `outcome` says what was left as it was (a rotation's
+    /// original file; a backup's or decrypted copy's target, never written).
     /// - Throws: ``EncryptedDatabaseError/verificationFailed(path:keyID:detail:)``.
-    func verify(_ temporary: String, key: ResolvedKey, against original: SourceFacts, check: String?) throws(EncryptedDatabaseError) {
+    func verify(_ temporary: String, key: ResolvedKey, against original: SourceFacts, check: String?,
+                copy: String = "the exported copy", outcome: String = "the original was left in place") throws(EncryptedDatabaseError) {
         func fail(_ detail: String) -> EncryptedDatabaseError {
-            .verificationFailed(path: path, keyID: key.id, detail: "the exported copy \(detail); the original was left in place")
+            .verificationFailed(path: path, keyID: key.id, detail: "\(copy) \(detail); \(outcome)")
         }
         do {
             // Read-write so that closing it removes the WAL and shared-memory files of a WAL-mode copy.
-            let copy = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(key)
-            defer { copy.close() }
-            try copy.verifyReadable()
+            let connection = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(key)
+            defer { connection.close() }
+            try connection.verifyReadable()
             if let check {
-                let result = try copy.query(check).compactMap { try $0.get(0, as: String?.self) }
+                let result = try connection.query(check).compactMap { try $0.get(0, as: String?.self) }
                 guard result == ["ok"] else { throw fail("failed \(check): \(result.prefix(3).joined(separator: "; "))") }
             }
-            let (schema, counts) = try SourceFacts.content(copy)
+            let (schema, counts) = try SourceFacts.content(connection)
             guard schema == original.schema else { throw fail("has a different schema") }
             guard counts == original.rowCounts else { throw fail("has different row counts") }
-            guard try copy.userVersion() == original.userVersion, try copy.applicationID() == original.applicationID else {
+            guard try connection.userVersion() == original.userVersion, try connection.applicationID() == original.applicationID else {
                 throw fail("has a different user_version or application_id")
             }
             if key.material != nil, let size = key.cipher.effective.pageSize,
-               let actual = try copy.integerPragma("cipher_page_size"), actual != size {
+               let actual = try connection.integerPragma("cipher_page_size"), actual != size {
                 throw fail("has page size \(actual) instead of \(size)")
             }
         } catch let error as EncryptedDatabaseError {
