@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-/// A backup is read with the current key and compared with its snapshot before it is published:
+/// A backup (and a decrypted copy) is read with its key and compared with its snapshot before it is published:
 /// a copy damaged between the copy and that check is refused, and nothing appears under the
 /// target's name. The copy reaches the file-operations seam (`FileOperations.written`) as the
 /// export path's does, where the independent shell spoils it.
@@ -75,5 +75,36 @@ struct BackupVerificationTests {
         try database.backup(to: target)
         #expect(seen.count == 1)
         #expect(try SQLCipherShell.run(target, key: ring.keys[0].shellKey, "SELECT count(*) FROM people;").stdout == "300\n")
+    }
+
+    @Test("a decrypted copy damaged before its check gives verificationFailed: nothing under the target's name, no temporary left")
+    func damagedDecryptedCopyRefused() throws {
+        let directory = TemporaryDirectory("decrypt-verify")
+        let ring = TestKeyring([.hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 300)
+        let out = directory.file("out")
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
+        let target = out + "/plain.sqlite"
+        let before = FileSnapshot(path)
+        let damaged = EventCounter()
+        var files = FileOperations.system
+        files.written = { copy in
+            _ = damaged.next()
+            let result = try? SQLiteShell.run(copy, "DELETE FROM people WHERE id = 17;")
+            #expect(result?.status == 0, "\(result?.stderr ?? "")")
+        }
+        #expect {
+            try DatabaseInspection.decryptedCopy(path: path, keys: ring.keyList(database: path), to: target, busyTimeout: .seconds(5), files: files)
+        } throws: { error in
+            guard case .verificationFailed(_, _, let detail) = error as? EncryptedDatabaseError else { return false }
+            return detail.hasPrefix("the decrypted copy has different row counts") && detail.hasSuffix("nothing was written under \(target)")
+        }
+        #expect(damaged.count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out) == [], "no copy, no temporary")
+        #expect(FileSnapshot(path) == before)
+        // The control: undamaged, the copy is published and the plain sqlite3 shell reads it.
+        try DatabaseInspection.decryptedCopy(path: path, keys: ring.keyList(database: path), to: target)
+        #expect(try SQLiteShell.run(target, "SELECT count(*) FROM people;").stdout == "300\n")
     }
 }

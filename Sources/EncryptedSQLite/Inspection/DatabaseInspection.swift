@@ -104,6 +104,12 @@ public enum DatabaseInspection {
     /// when done.
     /// - Throws: ``EncryptedDatabaseError/targetExists(path:)`` when `target` exists, or as for opening.
     public static func decryptedCopy(path: String, keys: KeyList, to target: String, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) {
+        try decryptedCopy(path: path, keys: keys, to: target, busyTimeout: busyTimeout, files: .system)
+    }
+
+    /// ``decryptedCopy(path:keys:to:busyTimeout:)`` through the file steps `files` (the seam the
+    /// rotations and backups use; tests alter the copy there, before it is verified).
+    static func decryptedCopy(path: String, keys: KeyList, to target: String, busyTimeout: Duration, files: FileOperations) throws(EncryptedDatabaseError) {
         guard case .missing = DatabaseFileKind.inspect(path: target) else { throw .targetExists(path: target) }
         let outcome = try probe(path: path, keys: keys, busyTimeout: busyTimeout)
         defer { outcome.connection.close() }
@@ -117,7 +123,7 @@ public enum DatabaseInspection {
         let temporary = RotationTemporaries.newPath(for: target, suffix: RotationTemporaries.exportSuffix)
         let copy: DurableNewFile
         do {
-            copy = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: .system)
+            copy = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: files)
         } catch {
             throw .ioFailure(path: target, operation: "creating a temporary file", detail: error.description)
         }
@@ -125,6 +131,7 @@ public enum DatabaseInspection {
         let plaintext = ResolvedKey(id: "plaintext copy", material: nil)
         let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
         try exporter.export(from: outcome.key, to: plaintext, into: temporary, original: facts, walMode: false)
+        files.written(temporary)
         try exporter.verify(temporary, key: plaintext, against: facts, check: "PRAGMA quick_check",
                             copy: "the decrypted copy", outcome: "nothing was written under \(target)")
         do {
