@@ -1,0 +1,33 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// An example HTTP service on EncryptedSQLite: its own package, so that the library's dependency graph
+// never includes Hummingbird, SwiftNIO or swift-prometheus. It depends on the library by path.
+let package = Package(
+    name: "NotesServer",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        // The library, by path: the repository root. (Named, since a path package is known by its folder name.)
+        .package(name: "EncryptedSQLite", path: "../.."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "notes-server",
+            dependencies: [
+                .product(name: "EncryptedSQLite", package: "EncryptedSQLite"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/NotesServer"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
