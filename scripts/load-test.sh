@@ -10,12 +10,14 @@
 #   scripts/load-test.sh                       both runs, without and with 3 rotations (30 s each, 16 connections)
 #   scripts/load-test.sh --size-mb 1000        the same on a database seeded to 1 GB first
 #   scripts/load-test.sh --kill 5              kill -9 the service in the middle of a rotation 5 times, restart it
-#   scripts/load-test.sh --stress              --kill 20
+#   scripts/load-test.sh --stress              --kill 20 --kill-only (the kill run alone)
 #   scripts/load-test.sh --ci                  the CI size: 20 s runs, 8 connections, small database, 3 kills,
 #                                              debug build; fails on any HTTP error or lost write, never on timings
 # Options: --duration S  --connections N  --threads N  --rotations N  --size-mb N  --kill N
 #          --release (build the service in release mode; the default outside --ci)  --debug
 #          --kill-size-mb N (the kill run's database, default 20, so that a rotation lasts long enough to be hit)
+#          --busy-timeout S (the service's, default 10: how long a request waits for rekey's lock before a 503)
+#          --kill-only (no load runs before the kill run)
 #          --strategy automatic|engineRekey (rekey's)  --keep (leave the work folder)  --no-compare (rotation run only)
 # Results: a Markdown table on stdout and in .build/load-test/results.md; every log in .build/load-test/.
 # Loopback only: wrk sends to 127.0.0.1, every loop is bounded in count and time.
@@ -24,11 +26,12 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 duration=30 connections=16 threads=2 rotations=3 size_mb=0 kills=0 configuration=release strategy=automatic compare=1
-kill_seconds=8 kill_size_mb=20
+kill_seconds=8 kill_size_mb=20 busy_timeout=10 kill_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --ci) duration=20 connections=8 kills=3 configuration=debug ;;
-    --stress) kills=20 ;;
+    --stress) kills=20 kill_only=1 ;;
+    --kill-only) kill_only=1 ;;
     --duration) duration=$2; shift ;;
     --connections) connections=$2; shift ;;
     --threads) threads=$2; shift ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
     --size-mb) size_mb=$2; shift ;;
     --kill) kills=$2; shift ;;
     --kill-size-mb) kill_size_mb=$2; shift ;;
+    --busy-timeout) busy_timeout=$2; shift ;;
     --release) configuration=release ;;
     --debug) configuration=debug ;;
     --strategy) strategy=$2; shift ;;
@@ -79,7 +83,7 @@ shell_ids() {  # shell_ids <dir> <key id>: every note id, read by the sqlcipher 
     | sqlcipher -batch -bail "$1/notes.sqlite"
 }
 start_server() {  # start_server <dir>: starts it in the background (pid in $server_pid)
-  (cd "$1" && exec "$server" serve --db notes.sqlite --keys Keys --port "$port" --readers 4 >> server.log 2>&1) &
+  (cd "$1" && exec "$server" serve --db notes.sqlite --keys Keys --port "$port" --readers 4 --busy-timeout "$busy_timeout" >> server.log 2>&1) &
   server_pid=$!
 }
 wait_up() {  # wait_up: until GET /notes answers 200 (at most 60 s); prints the seconds waited
@@ -142,7 +146,7 @@ check_rows() {  # check_rows <dir> <newest key id> <seed rows>: acknowledged ids
 
 echo "== SQLCipher $engine, notes-server $configuration, wrk -t$threads -c$connections -d${duration}s, database ${size_mb} MB, rotations $rotations ($strategy)"
 {
-  echo "SQLCipher $engine; notes-server ($configuration build, 4 readers); wrk -t$threads -c$connections -d${duration}s, Examples/NotesServer/load/notes.lua (30% POST, 70% GET);"
+  echo "SQLCipher $engine; notes-server ($configuration build, 4 readers, busy timeout ${busy_timeout} s); wrk -t$threads -c$connections -d${duration}s, Examples/NotesServer/load/notes.lua (30% POST, 70% GET);"
   echo "database seeded to ${size_mb} MB with key k0; rotations with \`rekey --db\` ($strategy) at even intervals; 2 cores"
   echo
   echo "| run | requests/s | p50 ms | p99 ms | max ms | HTTP errors | socket errors | writes acked | rows found new | acked missing | rekey s | start s |"
@@ -155,9 +159,10 @@ load_run() {  # load_run <name> <rotations>
   start_server "$dir"
   start_s=$(wait_up) || { fail "$name: the service did not come up"; cat "$dir/server.log" >&2; return; }
   run_wrk "$dir" "$duration" "$seed" main
-  local step=$(( duration * 1000 / (count + 1) ))
+  local began=$EPOCHREALTIME
   for n in $(seq 1 "$count"); do
-    sleep "$(python3 -c "print($step / 1000)")"
+    # Rotation n starts at n/(count+1) of the run (later when the one before took longer).
+    sleep "$(python3 -c "print(max(0, $began + $duration * $n / ($count + 1) - $EPOCHREALTIME))")"
     rekeys="$rekeys${rekeys:+ }$(rotate "$dir" "$n")"
     current=k$n
     curl -s "$url/metrics" | grep '^encryptedsqlite_live_rekeys_total' > "$dir/metrics-after-k$n.txt" || true
@@ -180,8 +185,10 @@ load_run() {  # load_run <name> <rotations>
   echo "   $name: $(grep '^RESULT' "$out")"
 }
 
-[ "$compare" = 1 ] && load_run "no rotation" 0
-load_run "$rotations rotations" "$rotations"
+if [ "$kill_only" = 0 ]; then
+  [ "$compare" = 1 ] && load_run "no rotation" 0
+  load_run "$rotations rotations" "$rotations"
+fi
 
 kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycles of $kill_seconds s of load
   local dir=$work/kill seed base current=k0
@@ -191,11 +198,11 @@ kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycl
   {
     echo
     echo "kill -9 during a rotation: $kills cycles of ${kill_seconds} s of load each (wrk -c$connections) on a ${kill_size_mb} MB database. In each cycle"
-    echo "key k<n> is appended and \`rekey --db\` started; after a random delay within the time rekey took last (start-up plus rotation)"
+    echo "key k<n> is appended and \`rekey --db\` started; after a random delay between 0.1 s and the last rotation's time plus 0.1 s (rekey's start-up)"
     echo "the service is killed with SIGKILL (and rekey with it in even cycles), and restarted at once. First start-up: ${base} s."
     echo
-    echo "| cycle | kill after s | rekey running at kill | rekey killed | back up in s | HTTP errors | socket errors (wrk's connect retries) | writes acked | rekey |"
-    echo "|---:|---:|---|---|---:|---:|---:|---:|---|"
+    echo "| cycle | kill after s | rekey running at kill | rekey killed | back up in s | restarted service's open | HTTP errors | socket errors (wrk's connect retries) | writes acked | rekey |"
+    echo "|---:|---:|---|---|---:|---|---:|---:|---:|---|"
   } >> "$results"
   local last_rekey=0.5 total_http=0 total_socket=0
   for n in $(seq 1 "$kills"); do
@@ -205,7 +212,7 @@ kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycl
     local rstart=$EPOCHREALTIME delay
     "$rekey" --keys "$dir/Keys" --db "$dir/notes.sqlite" --strategy "$strategy" --busy-timeout 30 > "$dir/rekey-$n.log" 2>&1 &
     local rekey_pid=$!
-    delay=$(python3 -c "import random; print(round(random.uniform(0.1, 0.9) * $last_rekey, 3))")
+    delay=$(python3 -c "import random; print(round(random.uniform(0.1, $last_rekey), 3))")
     sleep "$delay"
     local running=no killed_rekey=no
     kill -0 "$rekey_pid" 2>/dev/null && running=yes
@@ -223,7 +230,8 @@ kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycl
       rekey_result="killed"
     else
       [ $rstatus -eq 0 ] || fail "kill cycle $n: rekey exited $rstatus: $(cat "$dir/rekey-$n.log")"
-      last_rekey=$(python3 -c "print(round($EPOCHREALTIME - $rstart, 3))")
+      # The next kill lands within this rekey's rotation as it reported it, after its start-up (about 0.1 s).
+      last_rekey=$(sed -n 's/.* in \([0-9]*\) ms.*/\1/p' "$dir/rekey-$n.log" | head -n 1 | python3 -c "import sys; t = sys.stdin.read().strip(); print(round(0.1 + int(t or 400) / 1000, 3))")
       rekey_result="exit $rstatus, $(grep -o 'rotated to "k[0-9]*" in [0-9]* ms\|already on the current key' "$dir/rekey-$n.log" | head -n 1)"
     fi
     cat "$dir/rekey-$n.log" >> "$dir/rekey.log"
@@ -233,7 +241,9 @@ kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycl
     http=$(result "$out" non_2xx)
     socket=$(( $(result "$out" connect_errors) + $(result "$out" read_errors) + $(result "$out" write_errors) + $(result "$out" timeouts) ))
     total_http=$(( total_http + http )) total_socket=$(( total_socket + socket ))
-    echo "| $n | $delay | $running | $killed_rekey | $up | $http | $socket | $(result "$out" created) | $rekey_result |" >> "$results"
+    local opened
+    opened=$(grep 'database open' "$dir/server.log" | tail -n 1 | grep -o 'openedWith=[^ ]*\|rotated=[a-z]*' | tr '\n' ' ')
+    echo "| $n | $delay | $running | $killed_rekey | $up | ${opened% } | $http | $socket | $(result "$out" created) | $rekey_result |" >> "$results"
     python3 -c "import sys; sys.exit(0 if $up < 15 else 1)" || fail "kill cycle $n: back up after $up s"
   done
   # The restarted service rotated the file itself where rekey was killed: the newest key must open it.

@@ -31,6 +31,7 @@ final class DatabaseService: Service, Sendable {
     private let path: String
     private let keysFile: String
     private let readers: Int
+    private let busyTimeout: Duration
     private let logger: Logger
     private let state = Mutex<State>(.starting([]))
 
@@ -38,10 +39,13 @@ final class DatabaseService: Service, Sendable {
     ///   - path: The database file (created, with the schema, when missing).
     ///   - keysFile: The Keys file that lists its keys (a path, or the systemd credential's path).
     ///   - readers: The reader pool's size (`OpenOptions.concurrentReaders`).
-    init(path: String, keysFile: String, readers: Int, logger: Logger) {
+    ///   - busyTimeout: How long an operation waits for another process's lock — a rotation by
+    ///     `rekey` holds it for the whole rewrite — before it fails (the API answers 503).
+    init(path: String, keysFile: String, readers: Int, busyTimeout: Duration, logger: Logger) {
         self.path = path
         self.keysFile = keysFile
         self.readers = readers
+        self.busyTimeout = busyTimeout
         self.logger = logger
     }
 
@@ -104,13 +108,13 @@ final class DatabaseService: Service, Sendable {
     }
 
     private func open() async throws -> EncryptedDatabase {
-        let (path, keysFile, readers, logger) = (path, keysFile, readers, logger)
+        let (path, keysFile, readers, busyTimeout, logger) = (path, keysFile, readers, busyTimeout, logger)
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result {
                     try EncryptedDatabase(
                         path: path, keysFile: keysFile,
-                        options: OpenOptions(createIfMissing: true, busyTimeout: .seconds(10), concurrentReaders: readers, logger: logger),
+                        options: OpenOptions(createIfMissing: true, busyTimeout: busyTimeout, concurrentReaders: readers, logger: logger),
                         migrator: try NotesSchema.migrator())
                 })
             }

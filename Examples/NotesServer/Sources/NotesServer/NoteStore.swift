@@ -23,14 +23,14 @@ struct NoteStore: Sendable {
     }
 
     /// Up to `limit` notes with an id below `before` (all when `nil`), newest first, of one author
-    /// when `author` is given.
+    /// when `author` is given (through the author index: the SQL names the author only when there is
+    /// one, since `(? IS NULL OR author = ?)` keeps SQLite from using the index).
     func list(author: String?, before: Int64?, limit: Int) async throws -> [Note] {
-        try await database.read { db in
-            try db.query(Note.self, """
-                SELECT id, text, author FROM notes
-                WHERE (?1 IS NULL OR author = ?1) AND id < ?2
-                ORDER BY id DESC LIMIT ?3
-                """, [author, before ?? Int64.max, limit])
+        var values: [String: (any DatabaseValueConvertible)?] = ["before": before ?? Int64.max, "limit": limit]
+        if let author { values["author"] = author }
+        let (filter, arguments) = (author == nil ? "" : "author = :author AND ", StatementArguments(values))
+        return try await database.read { db in
+            try db.query(Note.self, "SELECT id, text, author FROM notes WHERE \(filter)id < :before ORDER BY id DESC LIMIT :limit", arguments)
         }
     }
 
@@ -39,12 +39,14 @@ struct NoteStore: Sendable {
     /// that are not rare, or give an author.
     func search(_ term: String, author: String?, limit: Int) async throws -> [Note] {
         let pattern = "%" + term.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_") + "%"
+        var values: [String: (any DatabaseValueConvertible)?] = ["pattern": pattern, "limit": limit]
+        if let author { values["author"] = author }
+        let (filter, arguments) = (author == nil ? "" : "author = :author AND ", StatementArguments(values))
         return try await database.read { db in
             try db.query(Note.self, """
-                SELECT id, text, author FROM notes
-                WHERE (?1 IS NULL OR author = ?1) AND text LIKE ?2 ESCAPE '\\'
-                ORDER BY id DESC LIMIT ?3
-                """, [author, pattern, limit])
+                SELECT id, text, author FROM notes WHERE \(filter)text LIKE :pattern ESCAPE '\\'
+                ORDER BY id DESC LIMIT :limit
+                """, arguments)
         }
     }
 

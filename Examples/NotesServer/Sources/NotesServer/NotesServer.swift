@@ -41,7 +41,7 @@ enum NotesServer {
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
-        let database = DatabaseService(path: options.database, keysFile: options.keysFile, readers: options.readers, logger: logger)
+        let database = DatabaseService(path: options.database, keysFile: options.keysFile, readers: options.readers, busyTimeout: .seconds(options.busyTimeout), logger: logger)
         let health = HealthMonitor(interval: .seconds(options.healthInterval))
         var app = Application(
             router: NotesAPI.router(database: database, health: health, registry: registry, logger: logger),

@@ -18,6 +18,7 @@ struct ServerOptions: Sendable {
     var port = 8080
     var readers = 4
     var healthInterval = 15
+    var busyTimeout = 10
     var sizeMB = 0
     var logLevel = Logger.Level.info
 
@@ -26,7 +27,7 @@ struct ServerOptions: Sendable {
 
     static let usage = """
         usage: notes-server serve --db PATH [--keys FILE] [--host 127.0.0.1] [--port 8080] [--readers 4]
-                                  [--health-interval SECONDS] [--log-level info]
+                                  [--busy-timeout SECONDS] [--health-interval SECONDS] [--log-level info]
                notes-server seed  --db PATH [--keys FILE] --size-mb N
         Without --keys, the Keys file is the systemd credential "\(credentialName)" ($CREDENTIALS_DIRECTORY/\(credentialName)).
         """
@@ -61,6 +62,7 @@ struct ServerOptions: Sendable {
         port = try number("port", 0...65535) ?? port
         readers = try number("readers", 0...64) ?? readers
         healthInterval = try number("health-interval", 0...86400) ?? healthInterval
+        busyTimeout = try number("busy-timeout", 1...3600) ?? busyTimeout
         sizeMB = try number("size-mb", 0...1_000_000) ?? sizeMB
         if let level = take("log-level") {
             guard let parsed = Logger.Level(rawValue: level) else { throw UsageError("--log-level: trace, debug, info, notice, warning, error or critical") }
