@@ -145,7 +145,7 @@ check_rows() {  # check_rows <dir> <newest key id> <seed rows>: acknowledged ids
 }
 
 echo "== SQLCipher $engine, notes-server $configuration, wrk -t$threads -c$connections -d${duration}s, database ${size_mb} MB, rotations $rotations ($strategy)"
-{
+[ "$kill_only" = 1 ] || {
   echo "SQLCipher $engine; notes-server ($configuration build, 4 readers, busy timeout ${busy_timeout} s); wrk -t$threads -c$connections -d${duration}s, Examples/NotesServer/load/notes.lua (30% POST, 70% GET);"
   echo "database seeded to ${size_mb} MB with key k0; rotations with \`rekey --db\` ($strategy) at even intervals; 2 cores"
   echo
@@ -197,7 +197,7 @@ kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycl
   base=$(wait_up) || { fail "kill: the service did not come up"; return; }
   {
     echo
-    echo "kill -9 during a rotation: $kills cycles of ${kill_seconds} s of load each (wrk -c$connections) on a ${kill_size_mb} MB database. In each cycle"
+    echo "SQLCipher $engine, notes-server $configuration build. kill -9 during a rotation: $kills cycles of ${kill_seconds} s of load each (wrk -c$connections) on a ${kill_size_mb} MB database. In each cycle"
     echo "key k<n> is appended and \`rekey --db\` started; after a random delay between 0.1 s and the last rotation's time plus 0.1 s (rekey's start-up)"
     echo "the service is killed with SIGKILL (and rekey with it in even cycles), and restarted at once. First start-up: ${base} s."
     echo

@@ -6,6 +6,7 @@
 #   scripts/sqlcipher4-check.sh                  every test and the demo (ThreadSanitizer only with TSAN=1)
 #   scripts/sqlcipher4-check.sh --filter Rotation
 #   scripts/sqlcipher4-check.sh --prepare        only make the root and install its packages
+#   LOADTEST_SQLCIPHER4=1 scripts/sqlcipher4-check.sh   also the example HTTP service's load test (scripts/load-test.sh --ci)
 # Needs root (sudo scripts/sqlcipher4-check.sh otherwise). ENCRYPTEDSQLITE_EXCHANGE_IN (a folder
 # another engine's run wrote, see Tests/README.md) is copied in; the files this run writes for the
 # other engine come back to .build/engine-exchange/from-sqlcipher4.
@@ -25,7 +26,9 @@ fi
 arguments=""
 [ $# -gt 0 ] && arguments=$(printf '%q ' "$@")
 status=0
-sqlcipher4_run "env $exchange TSAN=${TSAN:-0} TEST_UMASK= scripts/test.sh $arguments" || status=$?
+# The example HTTP service's load test runs on the host's engine only unless LOADTEST_SQLCIPHER4=1: its first
+# build (Hummingbird, SwiftNIO) would add minutes inside the root too (Examples/NotesServer/README.md).
+sqlcipher4_run "env $exchange TSAN=${TSAN:-0} LOADTEST=${LOADTEST_SQLCIPHER4:-0} TEST_UMASK= scripts/test.sh $arguments" || status=$?
 if [ -d "$clone/.build/engine-exchange/out" ]; then
   rm -rf "$repo/.build/engine-exchange/from-sqlcipher4" && mkdir -p "$repo/.build/engine-exchange"
   cp -a "$clone/.build/engine-exchange/out" "$repo/.build/engine-exchange/from-sqlcipher4"
