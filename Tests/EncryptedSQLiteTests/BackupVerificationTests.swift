@@ -14,14 +14,27 @@ struct BackupVerificationTests {
         case rowMissing = "a row missing", userVersion = "another user_version", pageScribbled = "a page overwritten"
     }
 
+    /// A database of 300 fixture rows made by the shell on a hex key, and an empty folder for the copy.
+    struct Setup {
+        let directory: TemporaryDirectory
+        let ring: TestKeyring
+        let path: String
+        let outFolder: String
+
+        init(_ label: String) throws {
+            directory = TemporaryDirectory(label)
+            ring = TestKeyring([.hex], in: directory)
+            path = directory.file("app.sqlite")
+            try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 300)
+            outFolder = directory.file("out")
+            try FileManager.default.createDirectory(atPath: outFolder, withIntermediateDirectories: false)
+        }
+    }
+
     @Test("a copy damaged before its check gives verificationFailed: nothing under the target's name, no temporary left", arguments: Damage.allCases)
     func damagedCopyRefused(_ damage: Damage) throws {
-        let directory = TemporaryDirectory("backup-verify")
-        let ring = TestKeyring([.hex], in: directory)
-        let path = directory.file("app.sqlite")
-        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 300)
-        let backups = directory.file("backups")
-        try FileManager.default.createDirectory(atPath: backups, withIntermediateDirectories: false)
+        let setup = try Setup("backup-verify")
+        let (ring, path, backups) = (setup.ring, setup.path, setup.outFolder)
         let target = backups + "/app-backup.sqlite"
 
         let damaged = EventCounter()
@@ -79,12 +92,8 @@ struct BackupVerificationTests {
 
     @Test("a decrypted copy damaged before its check gives verificationFailed: nothing under the target's name, no temporary left")
     func damagedDecryptedCopyRefused() throws {
-        let directory = TemporaryDirectory("decrypt-verify")
-        let ring = TestKeyring([.hex], in: directory)
-        let path = directory.file("app.sqlite")
-        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 300)
-        let out = directory.file("out")
-        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
+        let setup = try Setup("decrypt-verify")
+        let (ring, path, out) = (setup.ring, setup.path, setup.outFolder)
         let target = out + "/plain.sqlite"
         let before = FileSnapshot(path)
         let damaged = EventCounter()
