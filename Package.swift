@@ -63,7 +63,12 @@ let package = Package(
         // Key configuration: key lists, key sources, the Keys file.
         .target(
             name: "KeyConfiguration",
-            dependencies: ["CipherFormats", "DurableFiles", .product(name: "Yams", package: "Yams")]
+            dependencies: [
+                "CipherFormats", "DurableFiles", .product(name: "Yams", package: "Yams"),
+                // AES-256-GCM and PBKDF2-HMAC-SHA512 for key-encryption keys held in this process.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         // Opening, rotation, the reader pool, fleets, inspection and the EncryptedDatabase facade.
         // Re-exports the layers below, so `import EncryptedSQLite` is the one import an app needs.

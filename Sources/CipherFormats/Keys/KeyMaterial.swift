@@ -123,6 +123,25 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
         }
     }
 
+    /// The secret as bytes: a passphrase's UTF-8 bytes, or a raw key's 32 bytes (decoded from
+    /// its `x'…'` form), in a new zeroed buffer. For keys that are not handed to SQLCipher, such
+    /// as a key-encryption key.
+    package var secretBytes: SecretBytes {
+        sqlcipherForm.withUnsafeBytes { form in
+            switch kind {
+            case .passphrase:
+                return SecretBytes(copying: form)
+            case .rawKey:
+                return SecretBytes(count: 32) { buffer in
+                    for index in 0..<32 {
+                        let high = Hex.value(of: form[2 + 2 * index]) ?? 0, low = Hex.value(of: form[3 + 2 * index]) ?? 0
+                        buffer[index] = high << 4 | low
+                    }
+                }
+            }
+        }
+    }
+
     /// `true` when both are the same kind with the same bytes.
     package func isSameSecret(as other: KeyMaterial) -> Bool {
         kind == other.kind && sqlcipherForm.isEqual(to: other.sqlcipherForm)

@@ -20,6 +20,25 @@ package enum Hex {
         output[offset + 1] = digits[Int(byte & 0x0F)]
     }
 
+    /// The bytes that `text` (an even number of digits, either case) writes, or `nil`. For values
+    /// that are not secret, such as a salt.
+    package static func bytes(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count / 2)
+        for index in stride(from: 0, to: utf8.count, by: 2) {
+            guard let high = value(of: utf8[index]), let low = value(of: utf8[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    /// Lowercase digits for bytes that are not secret (a salt).
+    package static func text(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
+
     /// Two lowercase digits for a byte that is not secret (a setting such as the HMAC salt mask).
     static func byte(_ byte: UInt8) -> String {
         String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]], as: UTF8.self)

@@ -58,6 +58,20 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     /// `configured` are the entries' paths as written and `resolvedConfigured` the files they name
     /// (relative entries are taken from the Keys file's folder), in file order.
     case databaseNotConfigured(database: String, resolvedPath: String, keysFile: String, configured: [String], resolvedConfigured: [String])
+    /// A wrapped data key names a key-encryption key that the KEK list does not have.
+    case keyEncryptionKeyNotListed(keyEncryptionKeyID: String, keyID: String, database: String, listed: [String])
+    /// A data key could not be wrapped with a key-encryption key.
+    case wrapping(keyID: String, keyEncryptionKeyID: String, database: String, problem: KeyWrappingProblem)
+    /// A wrapped data key did not unwrap: the wrong KEK, an altered value, a value copied from
+    /// another key entry, or a key manager that failed. Nothing was opened.
+    case unwrapping(keyID: String, keyEncryptionKeyID: String, database: String, problem: KeyWrappingProblem)
+    /// A key-encryption key could not be made ready (its passphrase has no salt, its token
+    /// refused the PIN, its module is missing, …).
+    case keyEncryptionKeyUnavailable(keyEncryptionKeyID: String, source: String, problem: KeyWrappingProblem)
+    /// A `credential:` source is used outside a systemd service: `$CREDENTIALS_DIRECTORY` is not set.
+    case credentialsDirectoryUnset(credential: String, keyID: String, database: String)
+    /// A `credential:` name is empty or holds a `/`.
+    case credentialNameInvalid(keyID: String, database: String)
 
     /// Stands for an unknown field name in ``unknownField(path:location:field:allowed:)`` when the
     /// name does not look like a field name (it may be a value, such as a key written as
@@ -68,7 +82,8 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
     static let formatFieldNames = [
         "databases", "path", "keys", "id", "passphrase", "hex", "env", "file", "format", "plaintext", "cipher", "legacy",
         "created", "max_key_age_days", "compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm",
-        "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter",
+        "plaintext_header_size", "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter", "credential", "wrapped_by", "wrapped_key",
+        "key_encryption_keys", "salt", "pkcs11", "module", "token", "slot", "key", "pin_env", "pin_file", "external",
     ]
 
     /// `name` when it is a field name of the format or a near miss of one (at most two letters
@@ -107,6 +122,9 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
         return conventional ? variable : "(its name is not shown: it is not written in UPPER_CASE, so it may be a key given under env: by mistake)"
     }
 
+    /// `database: `, or nothing when there is no database to name.
+    private static func place(_ database: String) -> String { database.isEmpty ? "" : "\(database): " }
+
     /// What is wrong, where, and what to do.
     public var description: String {
         switch self {
@@ -133,9 +151,9 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \"\(keyID)\": key file \(path) is not trusted: \(problem.explanation(path: path))"
         case let .keySourceCount(keyID, database, sources, keysFile):
             if sources.isEmpty {
-                return "\(keysFile): database \(database), key \"\(keyID)\" has no material; give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
+                return "\(keysFile): database \(database), key \"\(keyID)\" has no material; give exactly one of passphrase, hex, env, file, credential, wrapped_key (with wrapped_by) (or plaintext: true for the first entry)"
             }
-            return "\(keysFile): database \(database), key \"\(keyID)\" has several sources (\(sources.joined(separator: ", "))); give exactly one of passphrase, hex, env, file (or plaintext: true for the first entry)"
+            return "\(keysFile): database \(database), key \"\(keyID)\" has several sources (\(sources.joined(separator: ", "))); give exactly one of passphrase, hex, env, file, credential, wrapped_key (with wrapped_by) (or plaintext: true for the first entry)"
         case .keysFileMissing(let path):
             return "Keys file \(path) does not exist; copy Keys.example to it, or point --keys / REKEY_KEYS_FILE at yours"
         case let .keysFileUnreadable(path, reason):
@@ -153,6 +171,20 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \"\(keyID)\" is a plaintext entry; move it to the top: it may only be the first (oldest) entry of a list that also has a real current key"
         case let .invalidCipherSettings(keyID, database, problem):
             return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem); fix its cipher: settings (see Keys.example)"
+        case let .keyEncryptionKeyNotListed(kekID, keyID, database, listed):
+            let listedText = listed.isEmpty ? "none" : listed.joined(separator: ", ")
+            if keyID.isEmpty { return "no key-encryption key \"\(kekID)\" is listed (key_encryption_keys: \(listedText)); add it to key_encryption_keys" }
+            return "\(Self.place(database))key \"\(keyID)\" is wrapped by key-encryption key \"\(kekID)\", which key_encryption_keys does not list (listed: \(listedText)); add that KEK back until `rekey keys rewrap` has rewrapped the key to a listed one"
+        case let .wrapping(keyID, kekID, database, problem):
+            return "\(Self.place(database))key \"\(keyID)\" could not be wrapped with key-encryption key \"\(kekID)\": \(problem); nothing was changed"
+        case let .unwrapping(keyID, kekID, database, problem):
+            return "\(Self.place(database))key \"\(keyID)\" could not be unwrapped with key-encryption key \"\(kekID)\": \(problem); nothing was opened or changed. Restore this entry's wrapped_by and wrapped_key from the Keys file's last good copy, or check the KEK's source"
+        case let .keyEncryptionKeyUnavailable(kekID, source, problem):
+            return "key-encryption key \"\(kekID)\" (\(source)) is not usable: \(problem); nothing was opened or changed"
+        case let .credentialsDirectoryUnset(credential, keyID, database):
+            return "\(Self.place(database))key \"\(keyID)\" reads systemd credential \(credential), but CREDENTIALS_DIRECTORY is not set: run it as a systemd service with LoadCredential= or LoadCredentialEncrypted= (see the Key Managers article), or use a file: source"
+        case let .credentialNameInvalid(keyID, database):
+            return "\(Self.place(database))key \"\(keyID)\": a credential: name is a plain file name in $CREDENTIALS_DIRECTORY (no /, not empty)"
         case let .databaseNotConfigured(database, resolvedPath, keysFile, _, resolvedConfigured):
             let list = resolvedConfigured.isEmpty ? "none" : resolvedConfigured.joined(separator: ", ")
             let relative = !database.hasPrefix("/")

@@ -33,7 +33,8 @@ public struct KeyList: Sendable, CustomStringConvertible {
     ///   (``KeyConfigurationError/keysOutOfOrder(database:newerKeyID:newerCreated:olderKeyID:olderCreated:)``),
     ///   an unset environment variable, an unreadable or group/world-readable key file, or invalid
     ///   material.
-    public init(database: String, keys: [DatabaseKey], environment: [String: String]? = nil) throws(KeyConfigurationError) {
+    ///   - keyEncryptionKeys: The KEKs that `wrapped` sources name (see ``KeyEncryptionKeyList``).
+    public init(database: String, keys: [DatabaseKey], environment: [String: String]? = nil, keyEncryptionKeys: KeyEncryptionKeyList = .empty) throws(KeyConfigurationError) {
         guard !keys.isEmpty else { throw .emptyKeyList(database: database) }
         try Self.checkCreationOrder(keys, database: database)
         var seen = Set<String>()
@@ -56,7 +57,7 @@ public struct KeyList: Sendable, CustomStringConvertible {
             if index == keys.count - 1, let mask = key.cipher.hmacSaltMask, mask != CipherFormat.defaultHMACSaltMask {
                 throw .invalidCipherSettings(keyID: key.id, database: database, problem: "hmac_salt_mask is only for reading SQLCipher 2.0 beta files with an older key; the current key must write the default (3a)")
             }
-            let material = try KeySourceResolver.resolve(key, database: database, environment: environment)
+            let material = try KeySourceResolver.resolve(key, database: database, environment: environment, keyEncryptionKeys: keyEncryptionKeys)
             let candidate = ResolvedKey(id: key.id, material: material, cipher: key.cipher, legacy: key.legacy, created: key.created)
             // The same material is allowed only with different settings (a settings-only rotation).
             if let twin = resolved.first(where: { $0.material!.isSameSecret(as: material) && $0.writesSameFormat(as: candidate) }) {

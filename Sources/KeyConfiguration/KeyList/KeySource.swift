@@ -35,6 +35,12 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// The contents of a file, read as `format`. A trailing newline is ignored for `passphrase`
     /// and `hex`. The file must not be readable or writable by group or others.
     case file(path: String, format: KeyFormat = .passphrase)
+    /// A systemd credential: the file `name` in `$CREDENTIALS_DIRECTORY` (what `LoadCredential=`
+    /// and `LoadCredentialEncrypted=` give a service), read as `format` under the key-file rules.
+    case credential(name: String, format: KeyFormat = .passphrase)
+    /// A data key stored wrapped by a key-encryption key (see ``KeyEncryptionKeyList``): unwrapped
+    /// when the key list is built, then used as a raw key (no key derivation).
+    case wrapped(WrappedDataKey)
     /// Material you already hold.
     case material(KeyMaterial)
     /// No key: the database is an unencrypted SQLite file. Allowed only as the first (oldest)
@@ -59,6 +65,8 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
             let shown = KeyConfigurationError.shownVariableName(variable) == variable ? variable : "(name not shown)"
             return "env \(shown) (\(format.rawValue))"
         case let .file(path, format): return "file \(path) (\(format.rawValue))"
+        case let .credential(name, format): return "credential \(name) (\(format.rawValue))"
+        case .wrapped(let value): return value.description
         case .material(let material): return "material (\(material.kind.rawValue))"
         case .plaintext: return "plaintext (no encryption)"
         }
@@ -73,7 +81,7 @@ public enum KeySource: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// variable or key file with format `passphrase`.
     var isReadAsPassphrase: Bool {
         switch self {
-        case .passphrase, .environment(_, .passphrase), .file(_, .passphrase): return true
+        case .passphrase, .environment(_, .passphrase), .file(_, .passphrase), .credential(_, .passphrase): return true
         default: return false
         }
     }
@@ -188,96 +196,5 @@ package struct ResolvedKey: Sendable {
     package func with(_ material: KeyMaterial) -> ResolvedKey {
         guard let cipherKey else { preconditionFailure("the plaintext entry has no key material to replace") }
         return ResolvedKey(id: id, cipherKey: cipherKey.with(material), legacy: legacy, created: created)
-    }
-}
-
-/// Reads key material from its source.
-enum KeySourceResolver {
-    /// The largest key file read; a key file is a few dozen bytes.
-    static let maximumKeyFileSize = 64 * 1024
-
-    static func resolve(_ key: DatabaseKey, database: String, environment: [String: String]?) throws(KeyConfigurationError) -> KeyMaterial {
-        func wrap<T>(_ body: () throws(KeyMaterialProblem) -> T) throws(KeyConfigurationError) -> T {
-            do { return try body() } catch { throw .invalidMaterial(keyID: key.id, database: database, source: key.source.description, problem: error) }
-        }
-        switch key.source {
-        case .passphrase(let text):
-            return try wrap { () throws(KeyMaterialProblem) in
-                try text.bytes.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in try KeyMaterial.passphrase(bytes: bytes) }
-            }
-        case .hex(let text):
-            return try wrap { () throws(KeyMaterialProblem) in
-                try text.bytes.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in try KeyMaterial.rawKey(hexBytes: bytes) }
-            }
-        case .material(let material):
-            return material
-        case .plaintext:
-            preconditionFailure("the plaintext entry has no material; KeyList handles it")
-        case let .environment(variable, format):
-            guard let value = environmentValue(variable, in: environment) else {
-                // A name not in UPPER_CASE may be a key: the error does not hold it (see shownVariableName).
-                throw .environmentVariableUnset(variable: KeyConfigurationError.shownVariableName(variable), keyID: key.id, database: database)
-            }
-            return try wrap { () throws(KeyMaterialProblem) in
-                try value.withUnsafeBytes { (bytes) throws(KeyMaterialProblem) in
-                    switch format {
-                    case .passphrase: return try KeyMaterial.passphrase(bytes: bytes)
-                    case .hex: return try KeyMaterial.rawKey(hexBytes: bytes)
-                    case .binary: throw KeyMaterialProblem.wrongByteCount(bytes: bytes.count)
-                    }
-                }
-            }
-        case let .file(path, format):
-            let bytes = try readKeyFile(path: path, keyID: key.id, database: database)
-            return try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(KeyConfigurationError) -> KeyMaterial in
-                var content = raw[...]
-                if format != .binary {
-                    while let last = content.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
-                        content = content.dropLast()
-                    }
-                }
-                return try wrap { () throws(KeyMaterialProblem) in
-                    switch format {
-                    case .passphrase: return try KeyMaterial.passphrase(bytes: content)
-                    case .hex: return try KeyMaterial.rawKey(hexBytes: content)
-                    case .binary: return try KeyMaterial.rawKey(bytes: content)
-                    }
-                }
-            }
-        }
-    }
-
-    /// The value of `variable` in a zeroed buffer: from `environment` when given, else straight
-    /// from the process environment (`getenv`), without a `String` copy.
-    static func environmentValue(_ variable: String, in environment: [String: String]?) -> SecretBytes? {
-        if let environment {
-            return environment[variable].map { SecretBytes(copying: $0.utf8) }
-        }
-        guard let value = getenv(variable) else { return nil }
-        return SecretBytes(copying: UnsafeRawBufferPointer(start: value, count: strlen(value)))
-    }
-
-    /// Reads a key file into a secret buffer through ``TrustedFile`` (regular file, opened without
-    /// blocking, at most ``maximumKeyFileSize`` bytes, owner and modes as ``StrictModes`` says,
-    /// not readable by group or others).
-    static func readKeyFile(path: String, keyID: String, database: String) throws(KeyConfigurationError) -> SecretBytes {
-        do {
-            return try TrustedFile.read(path: path, limit: maximumKeyFileSize, readableByOthersAllowed: false).bytes
-        } catch {
-            switch error {
-            case .missing:
-                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: String(cString: strerror(ENOENT)))
-            case .unreadable(let reason):
-                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: reason)
-            case .untrusted(.notARegularFile(let kind)):
-                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "\(kind), not a regular file")
-            case .untrusted(.tooLarge(_, let limit)):
-                throw .keyFileUnreadable(path: path, keyID: keyID, database: database, reason: "larger than \(limit) bytes; a key file holds one key")
-            case .untrusted(.readableByOthers(let mode)):
-                throw .keyFileTooPermissive(path: path, mode: mode, keyID: keyID, database: database)
-            case .untrusted(let problem):
-                throw .keyFileUntrusted(path: path, keyID: keyID, database: database, problem: problem)
-            }
-        }
     }
 }

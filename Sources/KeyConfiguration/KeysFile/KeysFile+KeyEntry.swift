@@ -23,8 +23,11 @@ extension KeysFile {
             throw .keySourceCount(keyID: key.id, database: database, sources: sources, keysFile: keysFile)
         }
         let location = "databases[\(index)], key \"\(key.id)\""
-        if key.format != nil && key.env == nil && key.file == nil {
-            throw .keysFileInvalid(path: keysFile, location: location, problem: "format applies to env and file keys only")
+        if key.format != nil && key.env == nil && key.file == nil && key.credential == nil {
+            throw .keysFileInvalid(path: keysFile, location: location, problem: "format applies to env, file and credential keys only")
+        }
+        if (key.wrappedBy == nil) != (key.wrappedKey == nil) {
+            throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key needs both wrapped_by (the key-encryption key's id) and wrapped_key (the value in base64)")
         }
         if key.plaintext == false {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "plaintext may only be true (leave it out for an encrypted key)")
@@ -49,6 +52,18 @@ extension KeysFile {
                 throw .keysFileInvalid(path: keysFile, location: location, problem: "the \(key.passphrase != nil ? "passphrase" : "hex") value could not be read byte-exactly; write it on one line, plain or in quotes")
             }
             source = key.passphrase != nil ? .passphrase(text) : .hex(text)
+        } else if let text = key.wrappedKey, let kekID = key.wrappedBy {
+            if key.cipher != nil || key.legacy != nil {
+                // A data key is new: it writes the current format, which needs no settings.
+                if key.legacy == true { throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key is never legacy") }
+            }
+            do throws(KeyWrappingProblem) {
+                source = .wrapped(try WrappedDataKey(text: text, wrappedBy: kekID))
+            } catch {
+                throw .keysFileInvalid(path: keysFile, location: location, problem: error.description)
+            }
+        } else if let name = key.credential {
+            source = .credential(name: name, format: format)
         } else if let variable = key.env {
             guard format != .binary else {
                 throw .keysFileInvalid(path: keysFile, location: location, problem: "format binary applies to key files only")

@@ -44,6 +44,11 @@ public struct KeysFile: Sendable {
 
     /// The path the file was read from.
     public let path: String
+    /// The `key_encryption_keys:` entries, oldest first (the last wraps new data keys).
+    public let keyEncryptionKeyEntries: [KeyEncryptionKeyEntry]
+    /// The key-encryption keys, each resolved on its first use and then kept for every database
+    /// of this file (one PBKDF2 or token login per KEK per loaded file).
+    public let keyEncryptionKeys: KeyEncryptionKeyList
     /// The database entries, in file order.
     public let entries: [Entry]
 
@@ -64,7 +69,8 @@ public struct KeysFile: Sendable {
     ///   ``KeyConfigurationError/keysFileInvalid(path:location:problem:)``,
     ///   ``KeyConfigurationError/unknownField(path:location:field:allowed:)`` or
     ///   ``KeyConfigurationError/keySourceCount(keyID:database:sources:keysFile:)``.
-    public static func load(path: String) throws(KeyConfigurationError) -> KeysFile {
+    /// - Parameter externalKeyEncryptionKeys: The KEKs of `external:` entries, by name (a KMS, Vault transit).
+    public static func load(path: String, externalKeyEncryptionKeys: [String: any KeyEncryptionKey] = [:]) throws(KeyConfigurationError) -> KeysFile {
         let file: TrustedFile
         do {
             file = try TrustedFile.read(path: path, limit: maximumSize, readableByOthersAllowed: true)
@@ -78,7 +84,7 @@ public struct KeysFile: Sendable {
             }
         }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let keysFile = try KeysFile(bytes: file.bytes, path: path, baseDirectory: folder)
+        let keysFile = try KeysFile(bytes: file.bytes, path: path, baseDirectory: folder, external: externalKeyEncryptionKeys)
         if keysFile.holdsMaterial {
             do { try file.requireNotReadableByOthers() } catch { throw .keysFileUntrusted(path: path, problem: error) }
         }
@@ -94,12 +100,13 @@ public struct KeysFile: Sendable {
     ///   - path: The file's path, for messages.
     ///   - baseDirectory: The folder relative database and key-file paths are taken from.
     /// - Throws: the same errors as ``load(path:)`` except the file-access ones.
-    public init(yaml: String, path: String, baseDirectory: String) throws(KeyConfigurationError) {
-        try self.init(bytes: SecretBytes(copying: yaml.utf8), path: path, baseDirectory: baseDirectory)
+    ///   - externalKeyEncryptionKeys: The KEKs of `external:` entries, by name.
+    public init(yaml: String, path: String, baseDirectory: String, externalKeyEncryptionKeys: [String: any KeyEncryptionKey] = [:]) throws(KeyConfigurationError) {
+        try self.init(bytes: SecretBytes(copying: yaml.utf8), path: path, baseDirectory: baseDirectory, external: externalKeyEncryptionKeys)
     }
 
     /// Parses a Keys file's bytes (see ``KeysFileSecrets``).
-    init(bytes: SecretBytes, path: String, baseDirectory: String) throws(KeyConfigurationError) {
+    init(bytes: SecretBytes, path: String, baseDirectory: String, external: [String: any KeyEncryptionKey] = [:]) throws(KeyConfigurationError) {
         let parsed: Result<KeysFileSecrets, KeysFileSecrets.Failure> = bytes.withUnsafeBytes { raw in
             do throws(KeysFileSecrets.Failure) { return .success(try KeysFileSecrets(bytes: raw)) } catch { return .failure(error) }
         }
@@ -116,6 +123,16 @@ public struct KeysFile: Sendable {
         }
         self.path = path
         holdsMaterial = secrets.holdsMaterial
+        var kekEntries: [KeyEncryptionKeyEntry] = []
+        for (index, kek) in document.keyEncryptionKeys.enumerated() {
+            let entry = try Self.keyEncryptionKeyEntry(from: kek, at: index, keysFile: path, baseDirectory: baseDirectory, secrets: secrets)
+            guard !kekEntries.contains(where: { $0.id == entry.id }) else {
+                throw .keysFileInvalid(path: path, location: "key_encryption_keys[\(index)]", problem: "key-encryption key id \"\(entry.id)\" appears twice; give every KEK its own id")
+            }
+            kekEntries.append(entry)
+        }
+        keyEncryptionKeyEntries = kekEntries
+        keyEncryptionKeys = KeyEncryptionKeyList(entries: kekEntries, external: external)
         var entries: [Entry] = []
         for (index, database) in document.databases.enumerated() {
             guard !database.path.isEmpty else {
@@ -177,6 +194,6 @@ public struct KeysFile: Sendable {
                 database: databasePath, resolvedPath: Self.absolute(databasePath, base: FileManager.default.currentDirectoryPath),
                 keysFile: path, configured: entries.map(\.configuredPath), resolvedConfigured: entries.map(\.path))
         }
-        return try KeyList(database: databasePath, keys: entry.keys, environment: environment)
+        return try KeyList(database: databasePath, keys: entry.keys, environment: environment, keyEncryptionKeys: keyEncryptionKeys)
     }
 }

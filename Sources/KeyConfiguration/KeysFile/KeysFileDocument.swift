@@ -23,16 +23,90 @@ private func rejectUnknownFields(in decoder: any Decoder, allowed: [String]) thr
     }
 }
 
-/// The whole file: `databases:`, a list of database entries.
+/// The whole file: optionally `key_encryption_keys:`, and `databases:`, a list of database entries.
 struct KeysFileDocument: Decodable {
+    let keyEncryptionKeys: [KeyEncryptionKeyDocument]
     let databases: [DatabaseDocument]
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case databases }
+    private enum CodingKeys: String, CodingKey, CaseIterable { case keyEncryptionKeys = "key_encryption_keys", databases }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
         let container = try decoder.container(keyedBy: CodingKeys.self)
+        keyEncryptionKeys = try container.decodeIfPresent([KeyEncryptionKeyDocument].self, forKey: .keyEncryptionKeys) ?? []
         databases = try container.decode([DatabaseDocument].self, forKey: .databases)
+    }
+}
+
+/// One key-encryption key: its `id`, exactly one source (`passphrase` with `salt`, `hex`, `env`,
+/// `file`, `credential`, `pkcs11` or `external`), the `format` of env, file and credential
+/// sources, and an optional `created` date.
+struct KeyEncryptionKeyDocument: Decodable {
+    let id: String
+    let passphrase: String?
+    let hex: String?
+    let env: String?
+    let file: String?
+    let credential: String?
+    let pkcs11: PKCS11Document?
+    let external: String?
+    let format: KeyFormat?
+    let salt: String?
+    let created: String?
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, credential, pkcs11, external, format, salt, created }
+
+    init(from decoder: any Decoder) throws {
+        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        passphrase = try container.decodeIfPresent(String.self, forKey: .passphrase)
+        hex = try container.decodeIfPresent(String.self, forKey: .hex)
+        env = try container.decodeIfPresent(String.self, forKey: .env)
+        file = try container.decodeIfPresent(String.self, forKey: .file)
+        credential = try container.decodeIfPresent(String.self, forKey: .credential)
+        pkcs11 = try container.decodeIfPresent(PKCS11Document.self, forKey: .pkcs11)
+        external = try container.decodeIfPresent(String.self, forKey: .external)
+        format = try container.decodeIfPresent(KeyFormat.self, forKey: .format)
+        salt = try container.decodeIfPresent(String.self, forKey: .salt)
+        created = try container.decodeIfPresent(String.self, forKey: .created)
+    }
+
+    /// The names of the sources this entry gives.
+    var presentSources: [String] {
+        [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file), ("credential", credential), ("external", external)]
+            .compactMap { $0.1 == nil ? nil : $0.0 } + (pkcs11 == nil ? [] : ["pkcs11"])
+    }
+}
+
+/// `pkcs11:` on a key-encryption key: the module, the token (`token:` label or `slot:`), the key's
+/// label (`key:`) and where the PIN comes from (`pin_env:` or `pin_file:`; a PIN is never written
+/// in the Keys file).
+struct PKCS11Document: Decodable {
+    let module: String
+    let token: String?
+    let slot: UInt?
+    let key: String
+    let pinEnv: String?
+    let pinFile: String?
+
+    private enum CodingKeys: String, CodingKey, CaseIterable { case module, token, slot, key, pinEnv = "pin_env", pinFile = "pin_file" }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        if container.allKeys.contains(where: { $0.stringValue == "pin" }) {
+            throw KeyConfigurationError.keysFileInvalid(
+                path: "", location: KeysFile.location(of: decoder.codingPath),
+                problem: "a PIN is never written in the Keys file (its value is not shown); give pin_env: VARIABLE or pin_file: PATH")
+        }
+        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        module = try fields.decode(String.self, forKey: .module)
+        token = try fields.decodeIfPresent(String.self, forKey: .token)
+        slot = try fields.decodeIfPresent(UInt.self, forKey: .slot)
+        key = try fields.decode(String.self, forKey: .key)
+        pinEnv = try fields.decodeIfPresent(String.self, forKey: .pinEnv)
+        pinFile = try fields.decodeIfPresent(String.self, forKey: .pinFile)
     }
 }
 
@@ -67,8 +141,13 @@ struct KeyDocument: Decodable {
     let cipher: CipherDocument?
     let legacy: Bool?
     let created: String?
+    let credential: String?
+    let wrappedBy: String?
+    let wrappedKey: String?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, format, plaintext, cipher, legacy, created }
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case id, passphrase, hex, env, file, credential, wrappedBy = "wrapped_by", wrappedKey = "wrapped_key", format, plaintext, cipher, legacy, created
+    }
 
     init(from decoder: any Decoder) throws {
         try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
@@ -83,12 +162,16 @@ struct KeyDocument: Decodable {
         cipher = try container.decodeIfPresent(CipherDocument.self, forKey: .cipher)
         legacy = try container.decodeIfPresent(Bool.self, forKey: .legacy)
         created = try container.decodeIfPresent(String.self, forKey: .created)
+        credential = try container.decodeIfPresent(String.self, forKey: .credential)
+        wrappedBy = try container.decodeIfPresent(String.self, forKey: .wrappedBy)
+        wrappedKey = try container.decodeIfPresent(String.self, forKey: .wrappedKey)
     }
 
-    /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`, `plaintext`).
+    /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`,
+    /// `credential`, `wrapped_key`, `plaintext`).
     var presentSources: [String] {
-        [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file)].compactMap { $0.1 == nil ? nil : $0.0 }
-            + (plaintext == true ? ["plaintext"] : [])
+        [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file), ("credential", credential), ("wrapped_key", wrappedKey)]
+            .compactMap { $0.1 == nil ? nil : $0.0 } + (plaintext == true ? ["plaintext"] : [])
     }
 }
 

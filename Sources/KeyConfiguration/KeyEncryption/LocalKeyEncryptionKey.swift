@@ -1,0 +1,75 @@
+import CipherFormats
+import Crypto
+import _CryptoExtras
+import Foundation
+
+/// A key-encryption key held by this process: AES-256-GCM (swift-crypto) with a random 96-bit
+/// nonce per wrap, authenticating the ``KeyWrappingContext``. A wrapped value is the nonce, the
+/// 32 encrypted bytes and the 16-byte tag (60 bytes).
+///
+/// Its 256-bit key comes from a raw key (hex, a binary or hex file, a variable, a systemd
+/// credential) or from a passphrase through PBKDF2-HMAC-SHA512 with 256,000 rounds and the KEK's
+/// own salt, run once when the KEK is first used.
+///
+/// ```swift
+/// let kek = try LocalKeyEncryptionKey(id: "kek-2026", passphrase: "a long passphrase", salt: salt)
+/// let wrapped = try kek.wrap(DataKey.random(), context: KeyWrappingContext(dataKeyID: "data-2026", keyEncryptionKeyID: kek.id))
+/// ```
+public struct LocalKeyEncryptionKey: KeyEncryptionKey {
+    /// The KEK's id.
+    public let id: String
+    /// The 256-bit key, in a zeroed buffer (swift-crypto's `SymmetricKey` is not `Sendable`, so
+    /// one is made per wrap or unwrap).
+    private let key: SecretBytes
+
+    /// PBKDF2 rounds for a passphrase KEK (SQLCipher 4's own default, with SHA-512).
+    public static let passphraseRounds = 256_000
+    /// The size of a passphrase KEK's salt in bytes.
+    public static let saltSize = 16
+
+    /// A KEK from a 256-bit raw key.
+    public init(id: String, key: DataKey) {
+        self.id = id
+        self.key = key.bytes
+    }
+
+    /// A KEK derived from `passphrase` and `salt` (``saltSize`` bytes) with PBKDF2-HMAC-SHA512,
+    /// ``passphraseRounds`` rounds.
+    /// - Throws: ``KeyWrappingProblem/saltNeeded`` for a salt of another size.
+    public init(id: String, passphrase: KeyText, salt: [UInt8]) throws(KeyWrappingProblem) {
+        try self.init(id: id, passphraseBytes: passphrase.bytes, salt: salt)
+    }
+
+    package init(id: String, passphraseBytes: SecretBytes, salt: [UInt8]) throws(KeyWrappingProblem) {
+        guard salt.count == Self.saltSize else { throw .saltNeeded }
+        self.id = id
+        let derived: SymmetricKey? = passphraseBytes.withUnsafeBytes { bytes in
+            try? KDF.Insecure.PBKDF2.deriveKey(from: bytes, salt: salt, using: .sha512, outputByteCount: 32, rounds: Self.passphraseRounds)
+        }
+        guard let derived else { throw .unusableKeyEncryptionKey("PBKDF2 failed") }
+        key = derived.withUnsafeBytes { SecretBytes(copying: $0) }
+    }
+
+    /// Seals `dataKey` with a fresh random nonce.
+    public func wrap(_ dataKey: DataKey, context: KeyWrappingContext) throws -> [UInt8] {
+        let symmetric = key.withUnsafeBytes { SymmetricKey(data: $0) }
+        let box = try dataKey.withUnsafeBytes { try AES.GCM.seal($0, using: symmetric, authenticating: context.associatedData) }
+        guard let combined = box.combined else { throw KeyWrappingProblem.unusableKeyEncryptionKey("AES-GCM gave no combined form") }
+        return Array(combined)
+    }
+
+    /// Opens a value ``wrap(_:context:)`` made for the same context.
+    /// - Throws: ``KeyWrappingProblem/wrappedValueSize(bytes:)`` or ``KeyWrappingProblem/doesNotAuthenticate``.
+    public func unwrap(_ wrapped: [UInt8], context: KeyWrappingContext) throws -> DataKey {
+        guard wrapped.count == 12 + DataKey.byteCount + 16 else { throw KeyWrappingProblem.wrappedValueSize(bytes: wrapped.count) }
+        var opened: Data
+        do {
+            let box = try AES.GCM.SealedBox(combined: wrapped)
+            opened = try AES.GCM.open(box, using: key.withUnsafeBytes { SymmetricKey(data: $0) }, authenticating: context.associatedData)
+        } catch {
+            throw KeyWrappingProblem.doesNotAuthenticate
+        }
+        defer { opened.resetBytes(in: 0..<opened.count) }
+        return try DataKey(copying: opened)
+    }
+}
