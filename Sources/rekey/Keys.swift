@@ -5,18 +5,20 @@ import Foundation
 /// `rekey keys`: the key lifecycle around rotation: make a key, find what still needs an old one.
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Make a new key, or check whether an old key can be retired.",
-        subcommands: [NewKeyCommand.self, RetireCheck.self])
+        abstract: "Make a new key, rotate the master key, or check whether an old key can be retired.",
+        subcommands: [NewKeyCommand.self, RewrapCommand.self, RetireCheck.self])
 }
 
 /// `rekey keys new`: a new random key in a new key file, appended as the current key of an entry.
 struct NewKeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "new",
-        abstract: "Make a 256-bit random key in a new key file (mode 0600) and append it as the current key of a Keys file entry.",
+        abstract: "Make a 256-bit random key in a new key file (mode 0600), or wrapped by the current key-encryption key, and append it as the current key of a Keys file entry.",
         discussion: """
             The key comes from the system's random generator and goes straight into the new key \
-            file (created exclusively, never overwriting a file); it is never printed. The Keys \
+            file (created exclusively, never overwriting a file); it is never printed. With \
+            --wrapped it goes into no file: the Keys file's current key-encryption key wraps it \
+            and the Keys file holds the wrapped value (wrapped_by, wrapped_key). The Keys \
             file is edited in place (its comments and layout stay) and replaced durably. Then \
             rotate with `rekey --all`. Exit codes: \(ExitStatus.documentation)
             """)
@@ -33,6 +35,9 @@ struct NewKeyCommand: ParsableCommand {
     @Option(help: "How the key file holds the key: binary (32 bytes) or hex (64 hex digits).")
     var format: KeyFormat = .binary
 
+    @Flag(help: "Make a wrapped data key: wrapped by the last key of key_encryption_keys, stored in the Keys file, no key file.")
+    var wrapped = false
+
     @Flag(help: "Write no created: date.")
     var noCreated = false
 
@@ -43,13 +48,14 @@ struct NewKeyCommand: ParsableCommand {
 
     func validate() throws {
         if databases.isEmpty { throw ValidationError("name the Keys file entry with --for <path or pattern>") }
+        if wrapped && keyFile != nil { throw ValidationError("--wrapped makes no key file: leave out --key-file") }
     }
 
     func run() throws {
         common.prepare()
         let key: GeneratedKey
         do {
-            key = try GeneratedKey.create(keysFile: common.keysPath, databases: databases, id: id, keyFile: keyFile, format: format, created: noCreated ? nil : Date())
+            key = try GeneratedKey.create(keysFile: common.keysPath, databases: databases, id: id, keyFile: keyFile, format: format, wrapped: wrapped, created: noCreated ? nil : Date())
         } catch {
             printError(error.description)
             throw ExitCode(ExitStatus(error).code)
@@ -57,7 +63,8 @@ struct NewKeyCommand: ParsableCommand {
         if json {
             printJSON(key)
         } else {
-            Swift.print("\(key.databases.joined(separator: ", ")): new current key \"\(key.keyID)\" in \(key.keyFile) (\(key.format.rawValue), mode 0600), added to \(key.keysFile); rotate with: rekey --all")
+            let place = key.keyFile.map { "in \($0) (\(key.format?.rawValue ?? ""), mode 0600)" } ?? "wrapped in the Keys file"
+            Swift.print("\(key.databases.joined(separator: ", ")): new current key \"\(key.keyID)\" \(place), added to \(key.keysFile); rotate with: rekey --all")
         }
     }
 }
@@ -87,7 +94,10 @@ struct RetireCheck: ParsableCommand {
             """)
 
     @Option(name: .customLong("key"), help: ArgumentHelp("The id of the key to retire.", valueName: "id"))
-    var keyID: String
+    var keyID: String?
+
+    @Option(name: .customLong("kek"), help: ArgumentHelp("The id of a key-encryption key to retire: checks the Keys file's wrapped data keys only (no database is opened).", valueName: "id"))
+    var keyEncryptionKeyID: String?
 
     @OptionGroup var selection: DatabaseOptions
 
@@ -103,6 +113,15 @@ struct RetireCheck: ParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
+        if (keyID == nil) == (keyEncryptionKeyID == nil) {
+            throw ValidationError("give the key to retire with --key <id>, or a key-encryption key with --kek <id>")
+        }
+        if keyEncryptionKeyID != nil {
+            if !selection.selection.isEmpty || !backups.isEmpty {
+                throw ValidationError("--kek checks the Keys file only: leave out --all, --db and --backups")
+            }
+            return
+        }
         if selection.selection.isEmpty && backups.isEmpty {
             throw ValidationError("give the databases with --all or --db <path>, and backups with --backups '<pattern>'")
         }
@@ -120,6 +139,11 @@ struct RetireCheck: ParsableCommand {
             printError(error.description)
             throw ExitCode(ExitStatus(error).code)
         }
+        if let keyEncryptionKeyID {
+            try Self.checkKeyEncryptionKey(keyEncryptionKeyID, in: keysFile, json: json)
+            return
+        }
+        let keyID = keyID ?? ""
         var files: [FleetDatabase] = []
         if !selection.selection.isEmpty {
             do {
@@ -146,6 +170,26 @@ struct RetireCheck: ParsableCommand {
                 : "key \"\(keyID)\" is still needed: \(blocking) of \(report.findings.count) file(s) need it or could not be checked")
         }
         if !report.canRetire { throw ExitCode(ExitStatus.needsRotation.code) }
+    }
+
+    /// `--kek`: prints which wrapped data keys the KEK still wraps; exits 3 unless none and not current.
+    static func checkKeyEncryptionKey(_ id: String, in keysFile: KeysFile, json: Bool) throws {
+        let check = KeyEncryptionKeyRetirement(keysFile: keysFile, keyEncryptionKeyID: id)
+        if json {
+            printJSON(check)
+        } else {
+            if !check.isListed { Swift.print("key-encryption key \"\(id)\" is not listed in key_encryption_keys") }
+            for key in check.wrappedKeys {
+                Swift.print("\(key.database): key \"\(key.keyID)\" is STILL WRAPPED by \"\(id)\": rewrap it (rekey keys rewrap)")
+            }
+            if check.isCurrent {
+                Swift.print("\"\(id)\" is the CURRENT key-encryption key: add a new one and rewrap first (rekey keys rewrap --new-kek <id>)")
+            }
+            Swift.print(check.canRetire
+                ? "key-encryption key \"\(id)\" can be retired: no wrapped data key needs it; delete its entry and destroy its material"
+                : "key-encryption key \"\(id)\" is still needed")
+        }
+        if !check.canRetire { throw ExitCode(ExitStatus.needsRotation.code) }
     }
 
     static func text(_ finding: KeyRetirementFinding, keyID: String) -> String {

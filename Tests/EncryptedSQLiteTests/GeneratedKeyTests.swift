@@ -60,9 +60,10 @@ struct GeneratedKeyTests {
 
         let key = try GeneratedKey.create(keysFile: keys, databases: ["app.sqlite"], id: "2026-11")
         #expect(key.keyFile == directory.file("2026-11.key"))
-        #expect(FileSystemProbe.mode(of: key.keyFile) == 0o600)
+        let keyFile = try #require(key.keyFile)
+        #expect(FileSystemProbe.mode(of: keyFile) == 0o600)
         #expect(FileSystemProbe.mode(of: keys) == 0o700, "the Keys file keeps its mode")
-        let material = try #require(FileManager.default.contents(atPath: key.keyFile))
+        let material = try #require(FileManager.default.contents(atPath: keyFile))
         #expect(material.count == 32)
         #expect(Set(material).count > 8, "random bytes, not a constant")
 
@@ -105,7 +106,8 @@ struct GeneratedKeyTests {
                   format: hex
             # trailing comment
             """))
-        let material = try #require(FileManager.default.contents(atPath: key.keyFile))
+        let keyFile = try #require(key.keyFile)
+        let material = try #require(FileManager.default.contents(atPath: keyFile))
         #expect(material.count == 65 && material.last == UInt8(ascii: "\n"))
         let reloaded = try KeysFile.load(path: keys)
         #expect(reloaded.entries[1].keys.map(\.id) == ["old", "t2"])

@@ -84,6 +84,8 @@ public struct TestKeyring: Sendable {
             case .hex: lines.append("        hex: \(key.secret)")
             case let .environment(variable, format): lines.append("        env: \(variable)\n        format: \(format.rawValue)")
             case let .file(path, format): lines.append("        file: \(path)\n        format: \(format.rawValue)")
+            case let .credential(name, format): lines.append("        credential: \(name)\n        format: \(format.rawValue)")
+            case .wrapped(let value): lines.append("        wrapped_by: \"\(value.keyEncryptionKeyID)\"\n        wrapped_key: \"\(value.text)\"")
             case .material: break
             case .plaintext: lines.append("        plaintext: true")
             }

@@ -71,7 +71,7 @@ package final class SecretBytes: @unchecked Sendable, CustomStringConvertible, C
     }
 
     /// Constant-time-ish comparison of two secrets (length leaks, contents do not).
-    func isEqual(to other: SecretBytes) -> Bool {
+    package func isEqual(to other: SecretBytes) -> Bool {
         guard count == other.count else { return false }
         return withUnsafeBytes { mine in
             other.withUnsafeBytes { theirs in

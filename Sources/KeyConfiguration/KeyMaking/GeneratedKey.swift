@@ -20,10 +20,11 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
     public let databases: [String]
     /// The new key's id.
     public let keyID: String
-    /// The new key file's absolute path.
-    public let keyFile: String
-    /// How the key file is written: `binary` (32 bytes) or `hex` (64 hex digits and a newline).
-    public let format: KeyFormat
+    /// The new key file's absolute path; `nil` for a wrapped data key (its value is in the Keys file).
+    public let keyFile: String?
+    /// How the key file is written: `binary` (32 bytes) or `hex` (64 hex digits and a newline);
+    /// `nil` for a wrapped data key.
+    public let format: KeyFormat?
     /// The `created:` date written (`YYYY-MM-DD`), or `nil`.
     public let created: String?
 
@@ -52,26 +53,34 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
     ///   - format: `binary` (default) or `hex`.
     ///   - created: The day to record as `created:`, or `nil` for none (default: today, UTC).
     /// - Throws: ``KeyMakingError``.
+    ///   - wrapped: `true` for a wrapped data key: the key is wrapped by the Keys file's current
+    ///     key-encryption key and written into the Keys file as `wrapped_by:`/`wrapped_key:`; no
+    ///     key file is made (`keyFile` and `format` are ignored).
     public static func create(
         keysFile: String, databases: [String], id: String? = nil, keyFile: String? = nil,
-        format: KeyFormat = .binary, created: Date? = Date()
+        format: KeyFormat = .binary, wrapped: Bool = false, created: Date? = Date()
     ) throws(KeyMakingError) -> GeneratedKey {
         let today = KeyCreationDate.text(of: Calendar.utc.startOfDay(for: Date()))
         let id = id ?? today
-        guard format != .passphrase else { throw .unsupportedFormat }
+        guard wrapped || format != .passphrase else { throw .unsupportedFormat }
         let keysFolder = FileSystem.folder(of: KeysFile.absolute(keysFile, base: FileManager.default.currentDirectoryPath))
-        let keyPath: String
-        if let keyFile {
-            keyPath = KeysFile.absolute(keyFile, base: FileManager.default.currentDirectoryPath)
-        } else {
-            guard id.unicodeScalars.allSatisfy({ $0 == "-" || $0 == "_" || $0 == "." || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) }),
-                  !id.hasPrefix(".")
-            else { throw .keyFileNameNeeded(keyID: id) }
-            keyPath = keysFolder + "/" + id + ".key"
-        }
-        let written = keyPath.hasPrefix(keysFolder + "/") ? String(keyPath.dropFirst(keysFolder.count + 1)) : keyPath
         let createdText = created.map { KeyCreationDate.text(of: Calendar.utc.startOfDay(for: $0)) }
-        let lines = KeysFileKeyLines(id: id, file: written, format: format, created: createdText)
+        // A wrapped data key needs no key file: its value goes into the Keys file.
+        var keyPath: String?
+        let lines: KeysFileKeyLines
+        if wrapped {
+            let loaded: KeysFile
+            do throws(KeyConfigurationError) { loaded = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
+            let key = DataKey.random()
+            let value: WrappedDataKey
+            do throws(KeyConfigurationError) { value = try loaded.keyEncryptionKeys.wrap(key, dataKeyID: id) } catch { throw .keysFile(error) }
+            lines = KeysFileKeyLines(id: id, material: .wrapped(value), created: createdText)
+        } else {
+            let path = try keyFilePath(keyFile, id: id, keysFolder: keysFolder)
+            let written = path.hasPrefix(keysFolder + "/") ? String(path.dropFirst(keysFolder.count + 1)) : path
+            keyPath = path
+            lines = KeysFileKeyLines(id: id, file: written, format: format, created: createdText)
+        }
 
         // The Keys file is first read as every load reads it (TrustedFile: no FIFO or device, the
         // size cap, the owner and mode rules), so that an edit never starts from a file a load refuses.
@@ -91,30 +100,21 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
             throw .notEdited(keysFile: keysFile, problem: "\(error)")
         }
 
-        try writeKeyFile(keyPath, format: format)
+        if let keyPath { try writeKeyFile(keyPath, format: format) }
         do throws(KeyMakingError) {
             guard try readText(keysFile) == original else { throw KeyMakingError.keysFileChanged(keysFile: keysFile) }
-            let mode = FileSystem.permissions(of: keysFile) ?? FileSystem.newFileMode
-            let failure = Array(edited.utf8).withUnsafeBytes { bytes -> PublishFailure? in
-                do throws(PublishFailure) {
-                    try FileOperations.system.writeWholeFile(bytes, as: keysFile, mode: mode, ownerOf: keysFile, replacing: true)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if let failure, !failure.isFolderNotSynced {
-                throw .keysFileNotWritten(keysFile: keysFile, reason: failure.description)
-            }
+            try replaceKeysFile(keysFile, with: edited)
         } catch {
-            FileSystem.removeIfPresent(keyPath)
-            try? FileSystem.fsyncDirectory(FileSystem.folder(of: keyPath))
+            if let keyPath {
+                FileSystem.removeIfPresent(keyPath)
+                try? FileSystem.fsyncDirectory(FileSystem.folder(of: keyPath))
+            }
             throw error
         }
-        return GeneratedKey(keysFile: keysFile, databases: databases, keyID: id, keyFile: keyPath, format: format, created: createdText)
+        return GeneratedKey(keysFile: keysFile, databases: databases, keyID: id, keyFile: keyPath, format: wrapped ? nil : format, created: createdText)
     }
 
-    private static func readText(_ keysFile: String) throws(KeyMakingError) -> String {
+    static func readText(_ keysFile: String) throws(KeyMakingError) -> String {
         guard let data = FileManager.default.contents(atPath: keysFile) else {
             throw .keysFile(FileManager.default.fileExists(atPath: keysFile) ? .keysFileUnreadable(path: keysFile, reason: "it cannot be read") : .keysFileMissing(path: keysFile))
         }
@@ -141,20 +141,7 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
         } else {
             content = key
         }
-        let failure = content.withUnsafeBytes { bytes -> PublishFailure? in
-            do throws(PublishFailure) {
-                try FileOperations.system.writeWholeFile(bytes, as: path, mode: 0o600, ownerOf: nil, replacing: false)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        switch failure {
-        case nil: return
-        case .targetExists?: throw .keyFileExists(path: path)
-        case let failure? where failure.isFolderNotSynced: return
-        case let failure?: throw .keyFileNotWritten(path: path, reason: failure.description)
-        }
+        try writeNewKeyFile(path, content: content)
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)

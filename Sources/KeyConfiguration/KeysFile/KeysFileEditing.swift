@@ -8,27 +8,51 @@ import Yams
 
 /// A key entry to append to a Keys file: the fields a generated key needs.
 package struct KeysFileKeyLines: Sendable, Equatable {
+    /// Where the new key's material is.
+    package enum Material: Sendable, Equatable {
+        /// A key file (its path as it is to be written in the Keys file), read as `format`.
+        case file(String, format: KeyFormat)
+        /// A data key wrapped by a key-encryption key.
+        case wrapped(WrappedDataKey)
+    }
+
     /// The key's id.
     package let id: String
-    /// The key file's path as it is to be written in the Keys file.
-    package let file: String
-    /// How the key file is read.
-    package let format: KeyFormat
+    /// Where its material is.
+    package let material: Material
     /// The day the key was made (`YYYY-MM-DD`), or `nil` to write no `created:`.
     package let created: String?
 
     package init(id: String, file: String, format: KeyFormat, created: String?) {
+        self.init(id: id, material: .file(file, format: format), created: created)
+    }
+
+    package init(id: String, material: Material, created: String?) {
         self.id = id
-        self.file = file
-        self.format = format
+        self.material = material
         self.created = created
     }
 
     /// The entry's fields, in the order they are written.
     var fields: [(name: String, value: String)] {
-        var fields = [("id", Self.quoted(id)), ("file", Self.quoted(file)), ("format", format.rawValue)]
+        var fields = [("id", Self.quoted(id))]
+        switch material {
+        case let .file(file, format): fields += [("file", Self.quoted(file)), ("format", format.rawValue)]
+        case .wrapped(let value): fields += [("wrapped_by", Self.quoted(value.keyEncryptionKeyID)), ("wrapped_key", Self.quoted(value.text))]
+        }
         if let created { fields.append(("created", created)) }
         return fields
+    }
+
+    /// The key the entry describes once loaded (relative key-file paths taken from `baseDirectory`).
+    func databaseKey(baseDirectory: String) -> DatabaseKey {
+        let created = created.flatMap(KeyCreationDate.parse)
+        switch material {
+        case let .file(file, format):
+            return DatabaseKey(id: id, source: .file(path: KeysFile.absolute(file, base: baseDirectory), format: format), created: created)
+        case .wrapped(let value):
+            return DatabaseKey(id: id, source: .wrapped(value), created: created)
+        }
     }
 
     /// `text` as a YAML double-quoted scalar (JSON's string syntax, which YAML accepts).
@@ -104,7 +128,7 @@ package enum KeysFileEditing {
     }
 
     /// The `keys:` sequence node of database entry `index`.
-    private static func keysSequence(ofEntry index: Int, in text: String) throws -> Node.Sequence {
+    static func keysSequence(ofEntry index: Int, in text: String) throws -> Node.Sequence {
         guard let root = try Yams.compose(yaml: text), let databases = value(of: "databases", in: root)?.sequence,
               databases.style != .flow  // libyaml reports a block list's style as `any`
         else { throw Problem.unsupportedLayout("databases: is not a block list") }
@@ -115,14 +139,14 @@ package enum KeysFileEditing {
     }
 
     /// The value of the field `name` of the mapping `node`, compared as plain text.
-    private static func value(of name: String, in node: Node) -> Node? {
+    static func value(of name: String, in node: Node) -> Node? {
         node.mapping?.first { $0.key.string == name }?.value
     }
 
     /// The index of the last line that belongs to the list item starting on line `first` (0-based):
     /// the following lines indented deeper than its dash belong to it; blank and comment lines
     /// belong only when more of the item follows them.
-    private static func lastLine(ofItemStartingAt first: Int, dashIndent: Int, in lines: [String]) -> Int {
+    static func lastLine(ofItemStartingAt first: Int, dashIndent: Int, in lines: [String]) -> Int {
         var last = first
         var index = first + 1
         while index < lines.count {
@@ -152,9 +176,7 @@ package enum KeysFileEditing {
             guard old.configuredPath == new.configuredPath else { throw Problem.notReproduced("entry \(index) changed its path") }
             var expected = old.keys.map(\.description)
             if index == entryIndex {
-                let created = key.created.flatMap(KeyCreationDate.parse)
-                let file = KeysFile.absolute(key.file, base: baseDirectory)
-                expected.append(DatabaseKey(id: key.id, source: .file(path: file, format: key.format), created: created).description)
+                expected.append(key.databaseKey(baseDirectory: baseDirectory).description)
             }
             guard new.keys.map(\.description) == expected else { throw Problem.notReproduced("the keys of entry \(index) are not the old ones plus the new key") }
         }

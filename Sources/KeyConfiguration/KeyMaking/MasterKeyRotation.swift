@@ -1,0 +1,186 @@
+import CipherFormats
+import DurableFiles
+import Foundation
+
+/// A master-key rotation: every wrapped data key of a Keys file rewrapped to one key-encryption
+/// key (KEK), in one durable edit of the Keys file. No database is opened or changed: each data
+/// key stays the same, only its wrapping changes, so the cost does not grow with the size or
+/// number of the databases.
+///
+/// The old wrapped values are not kept, so the KEKs they used can be retired at once (check with
+/// `rekey keys retire-check --kek <id>`, then delete the old KEK's entry and its material). A
+/// master-key rotation does not protect against someone who already unwrapped a data key: they
+/// still read the data. Rotate the data keys then (`rekey keys new --wrapped`, `rekey --all`).
+///
+/// ```swift
+/// // The current (last) KEK was added to key_encryption_keys by hand (a token key, say):
+/// let rotation = try MasterKeyRotation.rewrap(keysFile: "Keys")
+/// print("\(rotation.rewrapped) data keys now wrapped by \(rotation.keyEncryptionKeyID)")
+///
+/// // Or make a new random KEK in a new file (mode 0600) and rewrap to it:
+/// try MasterKeyRotation.rewrap(keysFile: "Keys", newKeyEncryptionKey: .init(id: "kek-2026-11"))
+/// ```
+public struct MasterKeyRotation: Sendable, Codable, Equatable {
+    /// A new random KEK to make in a new file and append to `key_encryption_keys:` before rewrapping.
+    public struct NewKeyEncryptionKey: Sendable {
+        /// Its id.
+        public let id: String
+        /// Its file (default: `<id>.key` beside the Keys file); it must not exist.
+        public let file: String?
+
+        /// A new KEK `id` in `file`.
+        public init(id: String, file: String? = nil) {
+            self.id = id
+            self.file = file
+        }
+    }
+
+    /// The Keys file that was edited.
+    public let keysFile: String
+    /// The KEK every wrapped data key now uses.
+    public let keyEncryptionKeyID: String
+    /// The KEKs the rewrapped values used before, sorted.
+    public let previousKeyEncryptionKeyIDs: [String]
+    /// How many wrapped values were rewrapped.
+    public let rewrapped: Int
+    /// How many were already wrapped by ``keyEncryptionKeyID``.
+    public let alreadyCurrent: Int
+    /// The new KEK's file, when one was made.
+    public let newKeyEncryptionKeyFile: String?
+
+    /// Rewraps every wrapped data key of `keysFile` to the KEK `to` (default: the last of
+    /// `key_encryption_keys:`, or the new one):
+    ///
+    /// 1. loads the Keys file as every load does and unwraps each wrapped value with the KEK it
+    ///    names (a value that does not unwrap stops everything: nothing is written);
+    /// 2. with `newKeyEncryptionKey`: draws 32 random bytes into a new file (created exclusively,
+    ///    mode 0600, flushed, linked into place) and appends its entry to `key_encryption_keys:`;
+    /// 3. wraps each data key with the target KEK (a fresh nonce each) and writes the new values
+    ///    over the old ones in the Keys file's text, keeping its comments and layout;
+    /// 4. checks the edited text: it loads, has the same entries, and each new value unwraps,
+    ///    with the target KEK, to the same data key as before;
+    /// 5. replaces the Keys file durably (temporary, flush, rename, folder flush), keeping its mode,
+    ///    after checking that nobody else changed it meanwhile.
+    ///
+    /// A crash at any point leaves the old Keys file or the new one, never a mix; a new KEK file
+    /// left without its entry is unused and may be deleted.
+    /// - Throws: ``KeyMakingError``.
+    @discardableResult
+    public static func rewrap(
+        keysFile: String, to targetID: String? = nil, newKeyEncryptionKey: NewKeyEncryptionKey? = nil,
+        environment: [String: String]? = nil, created: Date? = Date()
+    ) throws(KeyMakingError) -> MasterKeyRotation {
+        let loaded: KeysFile
+        do throws(KeyConfigurationError) { loaded = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
+        let original = try GeneratedKey.readText(keysFile)
+        let keysFolder = FileSystem.folder(of: KeysFile.absolute(keysFile, base: FileManager.default.currentDirectoryPath))
+
+        // 1. Every wrapped value, unwrapped.
+        struct Found { let entryIndex: Int; let keyIndex: Int; let keyID: String; let value: WrappedDataKey; let dataKey: DataKey }
+        var found: [Found] = []
+        for (entryIndex, entry) in loaded.entries.enumerated() {
+            for (keyIndex, key) in entry.keys.enumerated() {
+                guard case .wrapped(let value) = key.source else { continue }
+                do throws(KeyConfigurationError) {
+                    let dataKey = try loaded.keyEncryptionKeys.unwrap(value, dataKeyID: key.id, database: entry.configuredPath, environment: environment)
+                    found.append(Found(entryIndex: entryIndex, keyIndex: keyIndex, keyID: key.id, value: value, dataKey: dataKey))
+                } catch {
+                    throw .keysFile(error)
+                }
+            }
+        }
+
+        // 2. The target KEK.
+        var text = original
+        var kekList = loaded.keyEncryptionKeys
+        var newFile: String?
+        let target: String
+        if let newKeyEncryptionKey {
+            guard !loaded.keyEncryptionKeys.ids.contains(newKeyEncryptionKey.id) else {
+                throw .notEdited(keysFile: keysFile, problem: "a key-encryption key \"\(newKeyEncryptionKey.id)\" is listed already; choose another id")
+            }
+            let path = try GeneratedKey.keyFilePath(newKeyEncryptionKey.file, id: newKeyEncryptionKey.id, keysFolder: keysFolder)
+            let written = path.hasPrefix(keysFolder + "/") ? String(path.dropFirst(keysFolder.count + 1)) : path
+            var fields = [("id", KeysFileKeyLines.quoted(newKeyEncryptionKey.id)), ("file", KeysFileKeyLines.quoted(written)), ("format", "binary")]
+            if let created { fields.append(("created", KeyCreationDate.text(of: Calendar.utc.startOfDay(for: created)))) }
+            do {
+                text = try KeysFileEditing.appendingKeyEncryptionKey(fields, in: text)
+            } catch {
+                throw .notEdited(keysFile: keysFile, problem: "\(error)")
+            }
+            let material = DataKey.random()
+            try GeneratedKey.writeNewKeyFile(path, content: material.bytes)
+            newFile = path
+            kekList = KeyEncryptionKeyList(loaded.keyEncryptionKeys.ids.compactMap { id in try? loaded.keyEncryptionKeys.key(id: id, environment: environment) }
+                + [LocalKeyEncryptionKey(id: newKeyEncryptionKey.id, key: material)])
+            target = newKeyEncryptionKey.id
+        } else {
+            guard let id = targetID ?? loaded.keyEncryptionKeys.currentID else {
+                throw .notEdited(keysFile: keysFile, problem: "key_encryption_keys: lists no key-encryption key; add one (or pass a new one) to rewrap to")
+            }
+            guard loaded.keyEncryptionKeys.ids.contains(id) else {
+                throw .keysFile(.keyEncryptionKeyNotListed(keyEncryptionKeyID: id, keyID: "", database: "", listed: loaded.keyEncryptionKeys.ids))
+            }
+            target = id
+        }
+
+        do throws(KeyMakingError) {
+            // 3. Wrap to the target and edit the text.
+            var replacements: [KeysFileEditing.WrappedValueReplacement] = []
+            for item in found where item.value.keyEncryptionKeyID != target {
+                do throws(KeyConfigurationError) {
+                    let value = try kekList.wrap(item.dataKey, dataKeyID: item.keyID, with: target, environment: environment)
+                    replacements.append(.init(entryIndex: item.entryIndex, keyIndex: item.keyIndex, value: value))
+                } catch {
+                    throw .keysFile(error)
+                }
+            }
+            do {
+                text = try KeysFileEditing.replacingWrappedValues(replacements, in: text)
+            } catch {
+                throw .notEdited(keysFile: keysFile, problem: "\(error)")
+            }
+            // 4. Check the edited text.
+            try check(text, against: loaded, found: found.map { ($0.entryIndex, $0.keyIndex, $0.keyID, $0.dataKey) }, target: target, keks: kekList, keysFile: keysFile, keysFolder: keysFolder)
+            // 5. Replace the Keys file.
+            if !replacements.isEmpty || newFile != nil {
+                guard try GeneratedKey.readText(keysFile) == original else { throw .keysFileChanged(keysFile: keysFile) }
+                try GeneratedKey.replaceKeysFile(keysFile, with: text)
+            }
+            let previous = Set(found.map(\.value.keyEncryptionKeyID)).subtracting([target]).sorted()
+            return MasterKeyRotation(
+                keysFile: keysFile, keyEncryptionKeyID: target, previousKeyEncryptionKeyIDs: previous,
+                rewrapped: replacements.count, alreadyCurrent: found.count - replacements.count, newKeyEncryptionKeyFile: newFile)
+        } catch {
+            if let newFile {
+                FileSystem.removeIfPresent(newFile)
+                try? FileSystem.fsyncDirectory(FileSystem.folder(of: newFile))
+            }
+            throw error
+        }
+    }
+
+    /// Throws unless `text` loads with the same database entries as `loaded`, each wrapped value
+    /// named by the target KEK, and each unwrapping to the data key it held before.
+    private static func check(
+        _ text: String, against loaded: KeysFile, found: [(Int, Int, String, DataKey)], target: String,
+        keks: KeyEncryptionKeyList, keysFile: String, keysFolder: String
+    ) throws(KeyMakingError) {
+        let edited: KeysFile
+        do throws(KeyConfigurationError) {
+            edited = try KeysFile(yaml: text, path: keysFile, baseDirectory: keysFolder)
+        } catch {
+            throw .notEdited(keysFile: keysFile, problem: "the edited file would not load (\(error)); nothing was changed")
+        }
+        guard edited.entries.map(\.configuredPath) == loaded.entries.map(\.configuredPath),
+              edited.entries.map({ $0.keys.map(\.id) }) == loaded.entries.map({ $0.keys.map(\.id) })
+        else { throw .notEdited(keysFile: keysFile, problem: "the edited file would not have the same entries; nothing was changed") }
+        for (entryIndex, keyIndex, keyID, dataKey) in found {
+            guard case .wrapped(let value) = edited.entries[entryIndex].keys[keyIndex].source, value.keyEncryptionKeyID == target,
+                  let kek = try? keks.key(id: target),
+                  let unwrapped = try? kek.unwrap(value.bytes, context: KeyWrappingContext(dataKeyID: keyID, keyEncryptionKeyID: target)),
+                  unwrapped.bytes.isEqual(to: dataKey.bytes)
+            else { throw .notEdited(keysFile: keysFile, problem: "key \"\(keyID)\" would not unwrap to the same data key after the edit; nothing was changed") }
+        }
+    }
+}
