@@ -136,8 +136,11 @@ extension BadInputContext {
     }
 }
 
-/// The library and Keys-file cases of ``BadInputCatalog``, by id.
-let matrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
+/// The library and Keys-file cases of ``BadInputCatalog``, by id (the key-encryption cases are in
+/// `BadInputKeyEncryptionCases.swift`).
+let matrixCases = coreMatrixCases.merging(keyEncryptionMatrixCases) { first, _ in first }
+
+let coreMatrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome] = [
     // MARK: The database file
     "db.missing": { c in try c.databaseCase {} },
     "db.missingFolder": { c in

@@ -135,6 +135,18 @@ public enum BadInputCatalog {
         keys("keys.plaintextAlone", "plaintext entry as the only key", "KeyConfigurationError.plaintextEntryMisplaced", "move it to the top"),
         keys("keys.pageSize", "page_size that is not a power of two (1000)", "KeyConfigurationError.invalidCipherSettings", "fix its cipher: settings"),
         keys("keys.cipherGeneration", "`cipher:` naming no generation (`sqlcipher5`)", "KeyConfigurationError.keysFileInvalid", "cipher must be one of sqlcipher1, sqlcipher2, sqlcipher3, sqlcipher4"),
+        // Key-encryption keys and wrapped data keys (issue 22).
+        keys("keys.kekWrong", "wrapped data key made by another KEK under the same KEK id", "KeyConfigurationError.unwrapping(.doesNotAuthenticate)", "Restore this entry's wrapped_by and wrapped_key"),
+        keys("keys.wrappedTampered", "wrapped data key with one byte changed", "KeyConfigurationError.unwrapping(.doesNotAuthenticate)", "Restore this entry's wrapped_by and wrapped_key"),
+        keys("keys.wrappedMoved", "wrapped value copied from another key entry (another key id)", "KeyConfigurationError.unwrapping(.doesNotAuthenticate)", "copied from another key entry"),
+        keys("keys.wrappedRelabelled", "wrapped value relabelled with another listed KEK's id", "KeyConfigurationError.unwrapping(.doesNotAuthenticate)", "made by another key-encryption key"),
+        keys("keys.kekNotListed", "wrapped_by names a KEK that key_encryption_keys does not list", "KeyConfigurationError.keyEncryptionKeyNotListed", "add that KEK back"),
+        keys("keys.kekNoSalt", "passphrase KEK without salt:", "KeyConfigurationError.keysFileInvalid", "needs salt:"),
+        keys("keys.kekEnvUnset", "KEK read from an environment variable that is not set", "KeyConfigurationError.environmentVariableUnset", "export it before running"),
+        keys("keys.pinInKeysFile", "PKCS#11 KEK with its PIN written in the Keys file (`pin:`)", "KeyConfigurationError.keysFileInvalid", "a PIN is never written in the Keys file"),
+        keys("keys.wrappedHalf", "wrapped_by without wrapped_key", "KeyConfigurationError.keysFileInvalid", "needs both wrapped_by"),
+        keys("keys.wrappedNotBase64", "wrapped_key that is not base64", "KeyConfigurationError.keysFileInvalid", "not base64"),
+        keys("keys.credentialOutsideService", "credential: source with CREDENTIALS_DIRECTORY unset (not a systemd service)", "KeyConfigurationError.credentialsDirectoryUnset", "run it as a systemd service"),
         keys("keys.hmacAlgorithm", "unknown `hmac_algorithm` (`md5`)", "KeyConfigurationError.keysFileInvalid", "hmac_algorithm must be one of: sha1, sha256, sha512"),
         keys("keys.kdfIterHuge", "kdf_iter beyond 32 bits (3000000000; crashed the open before)", "KeyConfigurationError.invalidCipherSettings", "fix its cipher: settings"),
         keys("keys.outOfOrder", "keys listed newest first (their `created:` dates out of order)", "KeyConfigurationError.keysOutOfOrder", "list keys oldest first"),
@@ -248,6 +260,14 @@ public enum ErrorKind {
         // The public error cases without a payload (reflection shows their description instead).
         if let problem = value as? KeyMaterialProblem, problem == .empty { return "empty" }
         if let error = value as? MigrationError, error == .emptyIdentifier { return "emptyIdentifier" }
+        if let problem = value as? KeyWrappingProblem {
+            switch problem {
+            case .doesNotAuthenticate: return "doesNotAuthenticate"
+            case .notBase64: return "notBase64"
+            case .saltNeeded: return "saltNeeded"
+            default: break
+            }
+        }
         return "\(value)"
     }
 

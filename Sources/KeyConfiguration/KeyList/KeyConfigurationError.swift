@@ -173,6 +173,7 @@ public enum KeyConfigurationError: Error, Sendable, Equatable, CustomStringConve
             return "\(database): key \"\(keyID)\" has invalid cipher settings: \(problem); fix its cipher: settings (see Keys.example)"
         case let .keyEncryptionKeyNotListed(kekID, keyID, database, listed):
             let listedText = listed.isEmpty ? "none" : listed.joined(separator: ", ")
+            if kekID.isEmpty { return "\(Self.place(database))no key-encryption key is listed to wrap data key \"\(keyID)\" with: add one to key_encryption_keys (see the Key Managers article)" }
             if keyID.isEmpty { return "no key-encryption key \"\(kekID)\" is listed (key_encryption_keys: \(listedText)); add it to key_encryption_keys" }
             return "\(Self.place(database))key \"\(keyID)\" is wrapped by key-encryption key \"\(kekID)\", which key_encryption_keys does not list (listed: \(listedText)); add that KEK back until `rekey keys rewrap` has rewrapped the key to a listed one"
         case let .wrapping(keyID, kekID, database, problem):

@@ -19,10 +19,10 @@ extension GeneratedKey {
     /// Writes `content` to the NEW file `path` (created exclusively under a temporary name with
     /// mode 0600, flushed, linked into place without ever replacing a file, folder flushed).
     /// - Throws: ``KeyMakingError/keyFileExists(path:)`` or ``KeyMakingError/keyFileNotWritten(path:reason:)``.
-    static func writeNewKeyFile(_ path: String, content: SecretBytes) throws(KeyMakingError) {
+    static func writeNewKeyFile(_ path: String, content: SecretBytes, files: FileOperations = .system) throws(KeyMakingError) {
         let failure = content.withUnsafeBytes { bytes -> PublishFailure? in
             do throws(PublishFailure) {
-                try FileOperations.system.writeWholeFile(bytes, as: path, mode: 0o600, ownerOf: nil, replacing: false)
+                try files.writeWholeFile(bytes, as: path, mode: 0o600, ownerOf: nil, replacing: false)
                 return nil
             } catch {
                 return error
@@ -39,11 +39,11 @@ extension GeneratedKey {
     /// Replaces the Keys file with `text` durably (temporary, flush, rename, folder flush),
     /// keeping its mode and owner.
     /// - Throws: ``KeyMakingError/keysFileNotWritten(keysFile:reason:)``; the file is then unchanged.
-    static func replaceKeysFile(_ keysFile: String, with text: String) throws(KeyMakingError) {
+    static func replaceKeysFile(_ keysFile: String, with text: String, files: FileOperations = .system) throws(KeyMakingError) {
         let mode = FileSystem.permissions(of: keysFile) ?? FileSystem.newFileMode
         let failure = Array(text.utf8).withUnsafeBytes { bytes -> PublishFailure? in
             do throws(PublishFailure) {
-                try FileOperations.system.writeWholeFile(bytes, as: keysFile, mode: mode, ownerOf: keysFile, replacing: true)
+                try files.writeWholeFile(bytes, as: keysFile, mode: mode, ownerOf: keysFile, replacing: true)
                 return nil
             } catch {
                 return error

@@ -70,6 +70,15 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
         keysFile: String, to targetID: String? = nil, newKeyEncryptionKey: NewKeyEncryptionKey? = nil,
         environment: [String: String]? = nil, created: Date? = Date()
     ) throws(KeyMakingError) -> MasterKeyRotation {
+        try rewrap(keysFile: keysFile, to: targetID, newKeyEncryptionKey: newKeyEncryptionKey, environment: environment, created: created, files: .system)
+    }
+
+    /// ``rewrap(keysFile:to:newKeyEncryptionKey:environment:created:)`` through `files`, the
+    /// seam the power-cut tests record.
+    package static func rewrap(
+        keysFile: String, to targetID: String?, newKeyEncryptionKey: NewKeyEncryptionKey?,
+        environment: [String: String]?, created: Date?, files: FileOperations
+    ) throws(KeyMakingError) -> MasterKeyRotation {
         let loaded: KeysFile
         do throws(KeyConfigurationError) { loaded = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
         let original = try GeneratedKey.readText(keysFile)
@@ -109,7 +118,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
                 throw .notEdited(keysFile: keysFile, problem: "\(error)")
             }
             let material = DataKey.random()
-            try GeneratedKey.writeNewKeyFile(path, content: material.bytes)
+            try GeneratedKey.writeNewKeyFile(path, content: material.bytes, files: files)
             newFile = path
             kekList = KeyEncryptionKeyList(loaded.keyEncryptionKeys.ids.compactMap { id in try? loaded.keyEncryptionKeys.key(id: id, environment: environment) }
                 + [LocalKeyEncryptionKey(id: newKeyEncryptionKey.id, key: material)])
@@ -145,7 +154,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
             // 5. Replace the Keys file.
             if !replacements.isEmpty || newFile != nil {
                 guard try GeneratedKey.readText(keysFile) == original else { throw .keysFileChanged(keysFile: keysFile) }
-                try GeneratedKey.replaceKeysFile(keysFile, with: text)
+                try GeneratedKey.replaceKeysFile(keysFile, with: text, files: files)
             }
             let previous = Set(found.map(\.value.keyEncryptionKeyID)).subtracting([target]).sorted()
             return MasterKeyRotation(
@@ -153,7 +162,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
                 rewrapped: replacements.count, alreadyCurrent: found.count - replacements.count, newKeyEncryptionKeyFile: newFile)
         } catch {
             if let newFile {
-                FileSystem.removeIfPresent(newFile)
+                files.removeIfPresent(newFile)
                 try? FileSystem.fsyncDirectory(FileSystem.folder(of: newFile))
             }
             throw error

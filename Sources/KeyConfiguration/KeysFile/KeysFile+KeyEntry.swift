@@ -18,16 +18,16 @@ extension KeysFile {
     static func databaseKey(
         from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String, secrets: KeysFileSecrets
     ) throws(KeyConfigurationError) -> DatabaseKey {
+        let location = "databases[\(index)], key \"\(key.id)\""
+        if (key.wrappedBy == nil) != (key.wrappedKey == nil) {
+            throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key needs both wrapped_by (the key-encryption key's id) and wrapped_key (the value in base64)")
+        }
         let sources = key.presentSources
         guard sources.count == 1 else {
             throw .keySourceCount(keyID: key.id, database: database, sources: sources, keysFile: keysFile)
         }
-        let location = "databases[\(index)], key \"\(key.id)\""
         if key.format != nil && key.env == nil && key.file == nil && key.credential == nil {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "format applies to env, file and credential keys only")
-        }
-        if (key.wrappedBy == nil) != (key.wrappedKey == nil) {
-            throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key needs both wrapped_by (the key-encryption key's id) and wrapped_key (the value in base64)")
         }
         if key.plaintext == false {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "plaintext may only be true (leave it out for an encrypted key)")
@@ -53,10 +53,8 @@ extension KeysFile {
             }
             source = key.passphrase != nil ? .passphrase(text) : .hex(text)
         } else if let text = key.wrappedKey, let kekID = key.wrappedBy {
-            if key.cipher != nil || key.legacy != nil {
-                // A data key is new: it writes the current format, which needs no settings.
-                if key.legacy == true { throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key is never legacy") }
-            }
+            // A data key is made by this library, never by SQLCipher 1.x or 2.x.
+            if key.legacy == true { throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key is never legacy") }
             do throws(KeyWrappingProblem) {
                 source = .wrapped(try WrappedDataKey(text: text, wrappedBy: kekID))
             } catch {

@@ -57,7 +57,9 @@ package struct KeysFileKeyLines: Sendable, Equatable {
 
     /// `text` as a YAML double-quoted scalar (JSON's string syntax, which YAML accepts).
     static func quoted(_ text: String) -> String {
-        let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .withoutEscapingSlashes
+        let data = (try? encoder.encode(text)) ?? Data("\"\"".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -1,0 +1,129 @@
+import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+@Suite("rekey: wrapped data keys and master-key rotation (keys new --wrapped, keys rewrap, retire-check --kek)")
+struct MasterKeyRotationCLITests {
+    @Test("passphrase databases → a wrapped data key → rekey --all → rewrap to a new KEK (no database byte changes) → retire the old KEK → everything opens")
+    func lifecycle() throws {
+        let directory = TemporaryDirectory("master-key")
+        let oldPassphrase = TestKeys.passphrase("db")
+        let kekPassphrase = TestKeys.passphrase("kek")
+        let keysText = """
+            # Comments and layout survive every edit.
+            key_encryption_keys:
+              - id: kek-1                 # the first master key
+                passphrase: "\(kekPassphrase)"
+                salt: 0f1e2d3c4b5a69788796a5b4c3d2e1f0
+
+            databases:
+              - path: "data/*.sqlite"
+                keys:
+                  - id: p1
+                    passphrase: "\(oldPassphrase)"
+
+            """
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(keysText.utf8), attributes: [.posixPermissions: 0o600])
+        try FileManager.default.createDirectory(atPath: directory.file("data"), withIntermediateDirectories: false)
+        let names = ["a", "b", "c"]
+        for name in names {
+            try Fixture.createWithShell(at: directory.file("data/\(name).sqlite"), key: .passphrase(oldPassphrase), rows: 60, walMode: name == "c")
+        }
+        let digests = try names.map { try Fixture.digest(of: directory.file("data/\($0).sqlite"), with: KeyList(database: $0, keys: [DatabaseKey(id: "p1", source: .passphrase(oldPassphrase))])) }
+        var transcript: [String] = []
+        func rekey(_ arguments: [String], expect status: Int32) throws -> ProcessResult {
+            let result = try RekeyCLI.run(arguments, in: directory)
+            transcript.append("$ rekey " + arguments.map { $0.contains("*") ? "'\($0)'" : $0 }.joined(separator: " ") + "   # exit \(result.status)")
+            transcript.append(contentsOf: (result.stdout + result.stderr).split(separator: "\n").map { "  " + $0 })
+            #expect(result.status == status, "rekey \(arguments): \(result.stdout) \(result.stderr)")
+            for secret in [oldPassphrase, kekPassphrase] {
+                #expect(!(result.stdout + result.stderr).contains(secret), "a secret was printed")
+            }
+            return result
+        }
+        defer { print("master-key transcript:\n" + transcript.joined(separator: "\n")) }
+        func dataKeys() throws -> [String: String] {
+            let file = try KeysFile.load(path: directory.file("Keys"))
+            var keys: [String: String] = [:]
+            for entry in file.entries {
+                for key in entry.keys {
+                    guard case .wrapped(let value) = key.source else { continue }
+                    keys[key.id] = try file.keyEncryptionKeys.unwrap(value, dataKeyID: key.id, database: entry.configuredPath).withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+                }
+            }
+            return keys
+        }
+        func databaseBytes() throws -> [Data] { try names.map { try Data(contentsOf: URL(fileURLWithPath: directory.file("data/\($0).sqlite"))) } }
+
+        // A new data key, wrapped by kek-1; no key file.
+        _ = try rekey(["keys", "new", "--for", "data/*.sqlite", "--id", "d1", "--wrapped"], expect: 0)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("d1.key")))
+        let d1 = try #require(try dataKeys()["d1"])
+        #expect(try String(contentsOfFile: directory.file("Keys"), encoding: .utf8).hasPrefix("# Comments and layout survive every edit.\n"))
+
+        // An ordinary rotation moves every database to it.
+        _ = try rekey(["--all"], expect: 0)
+        for (name, digest) in zip(names, digests) {
+            let path = directory.file("data/\(name).sqlite")
+            #expect(try SQLCipherShell.opens(path, with: .hex(d1)), "\(name) opens with the data key")
+            #expect(try !SQLCipherShell.opens(path, with: .passphrase(oldPassphrase)), "\(name): the old passphrase fails")
+            #expect(try SQLCipherShell.run(path, key: .hex(d1), "PRAGMA user_version; PRAGMA application_id;").stdout == "42\n1234567\n")
+            #expect(try Fixture.digest(of: path, with: KeyList(database: name, keys: [DatabaseKey(id: "d1", source: .hex(d1))])) == digest)
+        }
+
+        // Master-key rotation: a new KEK, every data key rewrapped, no database touched.
+        let bytesBefore = try databaseBytes()
+        let keysBefore = try String(contentsOfFile: directory.file("Keys"), encoding: .utf8)
+        let rewrap = try rekey(["keys", "rewrap", "--new-kek", "kek-2", "--json"], expect: 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(rewrap.stdout.utf8)) as? [String: Any])
+        #expect(report["rewrapped"] as? Int == 1 && report["keyEncryptionKeyID"] as? String == "kek-2")
+        #expect(try databaseBytes() == bytesBefore, "no database byte changed")
+        #expect(FileSystemMode.of(directory.file("kek-2.key")) == 0o600)
+        let keysAfter = try String(contentsOfFile: directory.file("Keys"), encoding: .utf8)
+        #expect(keysAfter != keysBefore && keysAfter.contains("wrapped_by: \"kek-2\"") && !keysAfter.contains("wrapped_by: \"kek-1\""))
+        #expect(keysAfter.contains("  - id: kek-1                 # the first master key"))
+        #expect(try dataKeys()["d1"] == d1, "the data key is the same, only its wrapping changed")
+
+        // kek-1 can go; kek-2 is current.
+        _ = try rekey(["keys", "retire-check", "--kek", "kek-1"], expect: 0)
+        let current = try rekey(["keys", "retire-check", "--kek", "kek-2"], expect: 3)
+        #expect(current.stdout.contains("CURRENT key-encryption key"))
+        let withoutOld = keysAfter.replacingOccurrences(of: "  - id: kek-1                 # the first master key\n    passphrase: \"\(kekPassphrase)\"\n    salt: 0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", with: "")
+        #expect(withoutOld != keysAfter)
+        try withoutOld.write(toFile: directory.file("Keys"), atomically: true, encoding: .utf8)
+        chmod(directory.file("Keys"), 0o600)
+        _ = try rekey(["--check", "--all"], expect: 0)
+        for (name, digest) in zip(names, digests) {
+            let path = directory.file("data/\(name).sqlite")
+            let keys = try KeysFile.load(path: directory.file("Keys")).keyList(forDatabase: path)
+            #expect(try Fixture.digest(of: path, with: keys) == digest)
+        }
+    }
+
+    @Test("refusals change nothing: a tampered wrapped value, a --to that is not listed, --wrapped without a KEK")
+    func refusals() throws {
+        let directory = TemporaryDirectory("master-key-refusals")
+        let kekHex = TestKeys.hex()
+        let realKEK = LocalKeyEncryptionKey(id: "kek-1", key: try DataKey(copying: Array(stride(from: 0, to: 64, by: 2).map { UInt8(kekHex.dropFirst($0).prefix(2), radix: 16)! })))
+        var bytes = try realKEK.wrap(DataKey.random(), context: KeyWrappingContext(dataKeyID: "d1", keyEncryptionKeyID: "kek-1"))
+        bytes[30] ^= 0x40
+        let tampered = WrappedDataKey(bytes: bytes, wrappedBy: "kek-1")
+        let text = "key_encryption_keys:\n  - id: kek-1\n    hex: \(kekHex)\ndatabases:\n  - path: app.sqlite\n    keys:\n      - id: d1\n        wrapped_by: kek-1\n        wrapped_key: \"\(tampered.text)\"\n"
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        let before = FolderSnapshot(directory.path)
+        let rewrap = try RekeyCLI.run(["keys", "rewrap", "--new-kek", "kek-2"], in: directory)
+        #expect(rewrap.status == 78, "\(rewrap.stderr)")
+        #expect(rewrap.stderr.contains("key \"d1\" could not be unwrapped with key-encryption key \"kek-1\""), "\(rewrap.stderr)")
+        #expect(FolderSnapshot(directory.path) == before, "no new KEK file, the Keys file unchanged")
+        let notListed = try RekeyCLI.run(["keys", "rewrap", "--to", "kek-9"], in: directory)
+        #expect(notListed.status == 78 && FolderSnapshot(directory.path) == before, "\(notListed.stderr)")
+
+        let plain = TemporaryDirectory("master-key-no-kek")
+        _ = FileManager.default.createFile(atPath: plain.file("Keys"), contents: Data("databases:\n  - path: app.sqlite\n    keys:\n      - id: p\n        passphrase: \"x y z\"\n".utf8), attributes: [.posixPermissions: 0o600])
+        let plainBefore = FolderSnapshot(plain.path)
+        let wrapped = try RekeyCLI.run(["keys", "new", "--for", "app.sqlite", "--wrapped"], in: plain)
+        #expect(wrapped.status == 78 && wrapped.stderr.contains("key_encryption_keys"), "\(wrapped.stderr)")
+        #expect(FolderSnapshot(plain.path) == plainBefore)
+    }
+}
