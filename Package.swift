@@ -117,6 +117,13 @@ let package = Package(
             dependencies: ["EncryptedSQLite", .product(name: "Logging", package: "swift-log")],
             path: "Examples/NotesService"
         ),
+        // A key-encryption key in Vault's transit engine, through the KeyEncryptionKey protocol: the
+        // code the "Keys from a Key Manager" article shows. Compiled by every build, not run (not a product).
+        .executableTarget(
+            name: "vault-transit-kek-example",
+            dependencies: ["EncryptedSQLite"],
+            path: "Examples/VaultTransitKEK"
+        ),
         // A small program the crash tests run and kill -9 (not a product).
         .executableTarget(
             name: "crash-harness",

@@ -173,4 +173,14 @@ struct KeyEncryptionTests {
         #expect(rest < first, "the later lists took \(rest), the first \(first): the KEK should be derived once")
         #expect(!String(describing: keysFile.keyEncryptionKeyEntries).contains(kekPassphrase))
     }
+
+    @Test("the Key Managers article shows the Vault example's code as it is in Examples/VaultTransitKEK")
+    func articleShowsTheExample() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let article = try String(contentsOf: repository.appendingPathComponent("Sources/EncryptedSQLite/EncryptedSQLite.docc/KeyManagers.md"), encoding: .utf8)
+        let source = try String(contentsOf: repository.appendingPathComponent("Examples/VaultTransitKEK/VaultTransitKEK.swift"), encoding: .utf8)
+        let blocks = article.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "\n```")[0] }
+        #expect(!blocks.isEmpty)
+        for block in blocks { #expect(source.contains(block), "the article shows code that is not in the example:\n\(block)") }
+    }
 }
