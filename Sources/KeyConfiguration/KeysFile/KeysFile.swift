@@ -52,8 +52,9 @@ public struct KeysFile: Sendable {
     /// The database entries, in file order.
     public let entries: [Entry]
 
-    /// The largest Keys file read: 1 MiB, room for thousands of entries.
-    public static let maximumSize = 1 << 20
+    /// The largest Keys file read: 16 MiB, room for tens of thousands of entries (a fleet of
+    /// 10,000 databases, each with its own wrapped data key, takes about 2 MB).
+    public static let maximumSize = 16 << 20
 
     /// Reads and checks a Keys file.
     ///
