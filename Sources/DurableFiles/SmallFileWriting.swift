@@ -43,4 +43,27 @@ extension FileOperations {
             throw error
         }
     }
+
+    /// Removes the temporaries ``writeWholeFile(_:as:mode:ownerOf:replacing:)`` left in `folder`
+    /// when a process writing them was killed (`.<name>.<8 hex>.new` that no live process holds
+    /// locked; a file another process is writing right now stays). Returns the names removed.
+    @discardableResult
+    package func removeAbandonedWholeFileTemporaries(in folder: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        var removed: [String] = []
+        for name in names where Self.isWholeFileTemporary(name) {
+            let path = folder + "/" + name
+            if LockedNewFile.removeIfAbandoned(path, remove: { removeIfPresent(path) }) { removed.append(name) }
+        }
+        if !removed.isEmpty { try? fsyncDirectory(folder) }
+        return removed
+    }
+
+    /// `true` for a name `writeWholeFile` gives its temporaries: `.<name>.<8 hex digits>.new`.
+    static func isWholeFileTemporary(_ name: String) -> Bool {
+        guard name.hasPrefix("."), name.hasSuffix(".new") else { return false }
+        let parts = name.dropLast(4).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 3, let random = parts.last, random.count == 8 else { return false }
+        return random.allSatisfy { $0.isHexDigit }
+    }
 }

@@ -1,6 +1,7 @@
 import CipherFormats
 import Crypto
 import _CryptoExtras
+import DurableFiles
 import Foundation
 
 /// A key-encryption key held by this process: AES-256-GCM (swift-crypto) with a random 96-bit
@@ -9,7 +10,7 @@ import Foundation
 ///
 /// Its 256-bit key comes from a raw key (hex, a binary or hex file, a variable, a systemd
 /// credential) or from a passphrase through PBKDF2-HMAC-SHA512 with 256,000 rounds and the KEK's
-/// own salt, run once when the KEK is first used.
+/// own salt, run once per process for a passphrase and salt.
 ///
 /// ```swift
 /// let kek = try LocalKeyEncryptionKey(id: "kek-2026", passphrase: "a long passphrase", salt: salt)
@@ -43,12 +44,30 @@ public struct LocalKeyEncryptionKey: KeyEncryptionKey {
     package init(id: String, passphraseBytes: SecretBytes, salt: [UInt8]) throws(KeyWrappingProblem) {
         guard salt.count == Self.saltSize else { throw .saltNeeded }
         self.id = id
+        // One PBKDF2 per passphrase and salt per process: a service that loads its Keys file again
+        // (after a rotation made elsewhere) does not pay it again. Found by a SHA-256 of the salt
+        // and the passphrase; the derived key it guards is in this process's memory anyway.
+        let lookup = passphraseBytes.withUnsafeBytes { bytes in
+            var hash = SHA256()
+            hash.update(data: salt)
+            hash.update(bufferPointer: bytes)
+            return Array(hash.finalize())
+        }
+        if let kept = Self.derivedKeys.withLock({ $0[lookup] }) {
+            key = kept
+            return
+        }
         let derived: SymmetricKey? = passphraseBytes.withUnsafeBytes { bytes in
             try? KDF.Insecure.PBKDF2.deriveKey(from: bytes, salt: salt, using: .sha512, outputByteCount: 32, rounds: Self.passphraseRounds)
         }
         guard let derived else { throw .unusableKeyEncryptionKey("PBKDF2 failed") }
         key = derived.withUnsafeBytes { SecretBytes(copying: $0) }
+        let key = key
+        Self.derivedKeys.withLock { $0[lookup] = key }
     }
+
+    /// Keys derived from passphrases in this process, by a hash of salt and passphrase.
+    private static let derivedKeys = Locked<[[UInt8]: SecretBytes]>([:])
 
     /// Seals `dataKey` with a fresh random nonce.
     public func wrap(_ dataKey: DataKey, context: KeyWrappingContext) throws -> [UInt8] {

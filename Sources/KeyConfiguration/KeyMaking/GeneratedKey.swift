@@ -86,6 +86,8 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
         // size cap, the owner and mode rules), so that an edit never starts from a file a load refuses.
         do throws(KeyConfigurationError) { _ = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
         let original = try readText(keysFile)
+        // Temporaries of an earlier edit that was killed (each held a Keys file or a new key).
+        FileOperations.system.removeAbandonedWholeFileTemporaries(in: keysFolder)
         guard !databases.isEmpty else { throw .notEdited(keysFile: keysFile, problem: "no database entry named") }
         var edited = original
         do {
@@ -100,6 +102,9 @@ public struct GeneratedKey: Sendable, Equatable, Codable {
             throw .notEdited(keysFile: keysFile, problem: "\(error)")
         }
 
+        if let keyPath, FileSystem.folder(of: keyPath) != keysFolder {
+            FileOperations.system.removeAbandonedWholeFileTemporaries(in: FileSystem.folder(of: keyPath))
+        }
         if let keyPath { try writeKeyFile(keyPath, format: format) }
         do throws(KeyMakingError) {
             guard try readText(keysFile) == original else { throw KeyMakingError.keysFileChanged(keysFile: keysFile) }

@@ -83,6 +83,8 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
         do throws(KeyConfigurationError) { loaded = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
         let original = try GeneratedKey.readText(keysFile)
         let keysFolder = FileSystem.folder(of: KeysFile.absolute(keysFile, base: FileManager.default.currentDirectoryPath))
+        // Temporaries of an earlier edit that was killed (each held a Keys file or a new KEK).
+        files.removeAbandonedWholeFileTemporaries(in: keysFolder)
 
         // 1. Every wrapped value, unwrapped.
         struct Found { let entryIndex: Int; let keyIndex: Int; let keyID: String; let value: WrappedDataKey; let dataKey: DataKey }
@@ -109,6 +111,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
                 throw .notEdited(keysFile: keysFile, problem: "a key-encryption key \"\(newKeyEncryptionKey.id)\" is listed already; choose another id")
             }
             let path = try GeneratedKey.keyFilePath(newKeyEncryptionKey.file, id: newKeyEncryptionKey.id, keysFolder: keysFolder)
+            if FileSystem.folder(of: path) != keysFolder { files.removeAbandonedWholeFileTemporaries(in: FileSystem.folder(of: path)) }
             let written = path.hasPrefix(keysFolder + "/") ? String(path.dropFirst(keysFolder.count + 1)) : path
             var fields = [("id", KeysFileKeyLines.quoted(newKeyEncryptionKey.id)), ("file", KeysFileKeyLines.quoted(written)), ("format", "binary")]
             if let created { fields.append(("created", KeyCreationDate.text(of: Calendar.utc.startOfDay(for: created)))) }
