@@ -126,4 +126,36 @@ struct MasterKeyRotationCLITests {
         #expect(wrapped.status == 78 && wrapped.stderr.contains("key_encryption_keys"), "\(wrapped.stderr)")
         #expect(FolderSnapshot(plain.path) == plainBefore)
     }
+
+    @Test("no KEK, data key or KEK passphrase in any output, written file name or process argument list of keys new --wrapped, --all, keys rewrap, retire-check --kek (text, --json, --verbose, failures)")
+    func secrets() throws {
+        let directory = TemporaryDirectory("master-key-secrets")
+        let kekPassphrase = TestKeys.passphrase("kek-secret")
+        let dbPassphrase = TestKeys.passphrase("db-secret")
+        let text = "key_encryption_keys:\n  - id: kek-1\n    passphrase: \"\(kekPassphrase)\"\n    salt: 00112233445566778899aabbccddeeff\ndatabases:\n  - path: app.sqlite\n    keys:\n      - id: p1\n        passphrase: \"\(dbPassphrase)\"\n"
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        try Fixture.createWithShell(at: directory.file("app.sqlite"), key: .passphrase(dbPassphrase), rows: 10)
+        let watcher = ProcessListWatcher(secrets: [kekPassphrase, dbPassphrase])
+        var outputs: [String] = []
+        for arguments in [
+            ["keys", "new", "--for", "app.sqlite", "--wrapped", "--id", "d1", "--json"], ["--db", "app.sqlite", "--verbose"],
+            ["keys", "rewrap", "--new-kek", "kek-2", "--verbose"], ["keys", "rewrap", "--json"], ["keys", "retire-check", "--kek", "kek-1", "--json"],
+            ["keys", "rewrap", "--to", "kek-9"], ["keys", "new", "--for", "app.sqlite", "--wrapped", "--id", "d1"], ["status", "--db", "app.sqlite", "--verbose"],
+        ] {
+            let result = try RekeyCLI.run(arguments, in: directory)
+            #expect(result.status < 128, "rekey \(arguments) crashed: \(result.stderr)")
+            outputs.append(result.stdout + result.stderr)
+        }
+        let (leaks, _, _) = watcher.stop()
+        #expect(leaks.isEmpty, "a secret in a process's arguments: \(leaks)")
+        let keysFile = try KeysFile.load(path: directory.file("Keys"))
+        guard case .wrapped(let value) = keysFile.entries[0].keys.last?.source else { Issue.record("d1 is not wrapped"); return }
+        let dataKey = try keysFile.keyEncryptionKeys.unwrap(value, dataKeyID: "d1", database: "app.sqlite").withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+        let kek2 = try Data(contentsOf: URL(fileURLWithPath: directory.file("kek-2.key"))).map { String(format: "%02x", $0) }.joined()
+        let secrets = [kekPassphrase, dbPassphrase, dataKey, kek2]
+        for output in outputs {
+            #expect(SecretScan.leaks(of: secrets, in: output).isEmpty, "a secret in the output: \(output.prefix(2000))")
+        }
+        #expect(SecretScan.leaks(of: [dataKey, kek2], in: try Data(contentsOf: URL(fileURLWithPath: directory.file("Keys")))).isEmpty, "the Keys file holds no data key or KEK in clear")
+    }
 }
