@@ -29,5 +29,8 @@ if CommandLine.arguments.dropFirst().first == "new-data-key" {
     print("wrapped_by: \(wrapped.keyEncryptionKeyID)\nwrapped_key: \"\(wrapped.text)\"")
     exit(0)
 }
-let database = try EncryptedDatabase(path: "app.sqlite", keys: keysFile.keyList(forDatabase: "app.sqlite"))
+// Read again whenever another process rotates the file, so the service follows without a restart.
+let database = try EncryptedDatabase(path: "app.sqlite", keyProvider: {
+    try KeysFile.load(path: "Keys", externalKeyEncryptionKeys: ["vault": vault]).keyList(forDatabase: "app.sqlite")
+})
 print("opened with \(database.report.openedWithKeyID); rotated: \(database.report.rotated)")
