@@ -71,7 +71,9 @@ public struct DatabaseSelection: Sendable, Equatable {
         if includesAll {
             selected += keysFile.allDatabasePaths().filter { seen.insert(KeysFile.canonical($0)).inserted }
         }
-        let databases = selected.map { FleetDatabase.named($0, in: keysFile, environment: environment) }
+        // One lookup for the whole selection: each entry's path is resolved once, not once per file.
+        let lookup = keysFile.entryLookup()
+        let databases = selected.map { FleetDatabase.named($0, in: keysFile, environment: environment, lookup: lookup) }
         guard !databases.isEmpty else { throw .noDatabases(keysFile: keysFile.path) }
         return databases
     }

@@ -28,7 +28,19 @@ public struct FleetDatabase: Sendable {
     /// Every database `keysFile` names (exact entries and glob matches, see
     /// `KeysFile/allDatabasePaths()`), each with its key list.
     public static func all(in keysFile: KeysFile, environment: [String: String]? = nil) -> [FleetDatabase] {
-        keysFile.allDatabasePaths().map { named($0, in: keysFile, environment: environment) }
+        // One lookup for the whole fleet: each entry's path is resolved once, not once per file.
+        let lookup = keysFile.entryLookup()
+        return keysFile.allDatabasePaths().map { named($0, in: keysFile, environment: environment, lookup: lookup) }
+    }
+
+    /// `path` with its key list, its entry found through `lookup` (made once for many paths).
+    static func named(_ path: String, in keysFile: KeysFile, environment: [String: String]?, lookup: KeysFile.EntryLookup) -> FleetDatabase {
+        do {
+            let (keys, entry) = try keysFile.keyList(forDatabase: path, environment: environment, lookup: lookup)
+            return FleetDatabase(path: path, keys: keys, maximumKeyAgeDays: entry.maximumKeyAgeDays)
+        } catch {
+            return FleetDatabase(path: path, keyError: error)
+        }
     }
 
     /// `path` with its key list from `keysFile`.

@@ -54,3 +54,46 @@ extension KeysFile {
         return URL(fileURLWithPath: String(cString: resolved)).appendingPathComponent(url.lastPathComponent).path
     }
 }
+
+extension KeysFile {
+    /// The entries by canonical path, made once for looking up many databases (a fleet): each
+    /// exact entry's path is resolved once, not once per database looked up.
+    package struct EntryLookup: Sendable {
+        /// The first exact entry naming each canonical path, by index.
+        let exact: [String: Int]
+        /// The indexes of the pattern entries, in file order.
+        let patterns: [Int]
+    }
+
+    /// A lookup of this file's entries as they resolve now.
+    package func entryLookup() -> EntryLookup {
+        var exact: [String: Int] = [:]
+        var patterns: [Int] = []
+        for (index, entry) in entries.enumerated() {
+            if entry.isPattern {
+                patterns.append(index)
+            } else {
+                let key = Self.canonical(entry.path)
+                if exact[key] == nil { exact[key] = index }
+            }
+        }
+        return EntryLookup(exact: exact, patterns: patterns)
+    }
+
+    /// The entry for `databasePath`, as ``entry(forDatabase:)`` finds it, through `lookup`.
+    package func entry(forDatabase databasePath: String, lookup: EntryLookup) -> Entry? {
+        let wanted = Self.canonical(databasePath)
+        if let index = lookup.exact[wanted] { return entries[index] }
+        let absolute = Self.absolute(databasePath, base: FileManager.default.currentDirectoryPath)
+        return lookup.patterns.lazy.map { entries[$0] }.first { $0.names(absolute, canonical: wanted) }
+    }
+
+    /// The key list of `databasePath`, as ``keyList(forDatabase:environment:)`` builds it, with the
+    /// entry found through `lookup`.
+    package func keyList(forDatabase databasePath: String, environment: [String: String]? = nil, lookup: EntryLookup) throws(KeyConfigurationError) -> (KeyList, Entry) {
+        guard let entry = entry(forDatabase: databasePath, lookup: lookup) else {
+            return (try keyList(forDatabase: databasePath, environment: environment), entries[0])
+        }
+        return (try KeyList(database: databasePath, keys: entry.keys, environment: environment, keyEncryptionKeys: keyEncryptionKeys), entry)
+    }
+}
