@@ -47,7 +47,7 @@ struct KeysFileSecrets {
         let start = file.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         let bytes = UnsafeRawBufferPointer(rebasing: file[start...])
         guard Self.isValidUTF8(bytes) else { throw Failure(location: "the file", problem: "it is not UTF-8 text") }
-        let masked = Self.mask(bytes)
+        let (masked, maskedFieldNames) = Self.maskWithFieldNames(bytes)
         let root: Node?
         do {
             root = try Yams.compose(yaml: String(decoding: masked, as: UTF8.self))
@@ -56,7 +56,7 @@ struct KeysFileSecrets {
         } catch {
             throw Failure(location: "the file", problem: "not valid YAML")
         }
-        var finder = Finder(file: bytes, masked: masked)
+        var finder = Finder(file: bytes, masked: masked, maskedSecretFieldNames: maskedFieldNames)
         if let root { try finder.visit(root, inFlow: false) }
         // Values are replaced in file order.
         let order = finder.ranges.indices.sorted { finder.ranges[$0].lowerBound < finder.ranges[$1].lowerBound }
@@ -91,6 +91,13 @@ struct KeysFileSecrets {
     /// byte after a backslash becomes `a`, an escape every double-quoted scalar accepts.
     /// Directive lines (`%YAML`) are kept.
     static func mask(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        maskWithFieldNames(bytes).masked
+    }
+
+    /// ``mask(_:)``, and the masked forms of the secret field names (`passphrase`, `hex`) as they
+    /// appear in this copy, so that a plain mapping key can be told to be one of them without
+    /// reading the file's bytes again (one comparison per key, however large the file).
+    static func maskWithFieldNames(_ bytes: UnsafeRawBufferPointer) -> (masked: [UInt8], fieldNames: Set<String>) {
         var masked = [UInt8](repeating: 0, count: bytes.count)
         var numbers: [Int: Int] = [:]
         var index = 0
@@ -124,7 +131,19 @@ struct KeysFileSecrets {
             }
             index = end
         }
-        return masked
+        var fieldNames = Set<String>()
+        for field in secretFields {
+            var hasher = Hasher()
+            Array(field.utf8).withUnsafeBytes { hasher.combine(bytes: $0) }
+            guard var digits = numbers[hasher.finalize()] else { continue }
+            var letterRun: [UInt8] = []
+            for _ in 0..<field.utf8.count {
+                letterRun.append(letters[digits % letters.count])
+                digits /= letters.count
+            }
+            fieldNames.insert(String(decoding: letterRun, as: UTF8.self))
+        }
+        return (masked, fieldNames)
     }
 
     private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -159,9 +178,13 @@ private struct Finder {
     var ranges: [Range<Int>] = []
     var values: [KeyText] = []
 
-    init(file: UnsafeRawBufferPointer, masked: [UInt8]) {
+    /// The masked forms of `passphrase` and `hex` (see ``KeysFileSecrets/maskWithFieldNames(_:)``).
+    let maskedSecretFieldNames: Set<String>
+
+    init(file: UnsafeRawBufferPointer, masked: [UInt8], maskedSecretFieldNames: Set<String>) {
         self.file = file
         self.masked = masked
+        self.maskedSecretFieldNames = maskedSecretFieldNames
         var starts = [0]
         var index = 0
         while index < masked.count {
@@ -189,7 +212,9 @@ private struct Finder {
             let flow = inFlow || opensFlow(mapping.mark)
             for (key, value) in mapping {
                 try visit(key, inFlow: flow)
+                // A plain key is a secret field only if it masked like one; a quoted key is read.
                 if case .scalar(let keyScalar) = key, case .scalar(let valueScalar) = value, !isNull(valueScalar),
+                   keyScalar.style != .plain || maskedSecretFieldNames.contains(keyScalar.string),
                    let name = try? text(of: keyScalar, inFlow: flow), KeysFileSecrets.secretFields.contains(name) {
                     try refuseTag(at: value.mark)
                     let (range, secret) = try read(valueScalar, field: name, inFlow: flow)
