@@ -103,6 +103,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
 
         // 2. The target KEK.
         var text = original
+        var newEntry: [(name: String, value: String)]?
         var kekList = loaded.keyEncryptionKeys
         var newFile: String?
         let target: String
@@ -115,11 +116,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
             let written = path.hasPrefix(keysFolder + "/") ? String(path.dropFirst(keysFolder.count + 1)) : path
             var fields = [("id", KeysFileKeyLines.quoted(newKeyEncryptionKey.id)), ("file", KeysFileKeyLines.quoted(written)), ("format", "binary")]
             if let created { fields.append(("created", KeyCreationDate.text(of: Calendar.utc.startOfDay(for: created)))) }
-            do {
-                text = try KeysFileEditing.appendingKeyEncryptionKey(fields, in: text)
-            } catch {
-                throw .notEdited(keysFile: keysFile, problem: "\(error)")
-            }
+            newEntry = fields
             let material = DataKey.random()
             try GeneratedKey.writeNewKeyFile(path, content: material.bytes, files: files)
             newFile = path
@@ -148,7 +145,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
                 }
             }
             do {
-                text = try KeysFileEditing.replacingWrappedValues(replacements, in: text)
+                text = try KeysFileEditing.rewrapping(replacements, appendingKeyEncryptionKey: newEntry, in: text)
             } catch {
                 throw .notEdited(keysFile: keysFile, problem: "\(error)")
             }

@@ -1,7 +1,7 @@
 import Foundation
 import Yams
 
-// Translates what decoding a Keys file throws into KeyConfigurationError. The messages never
+// Translates what reading a Keys file's YAML throws into KeyConfigurationError. The messages never
 // quote the YAML text, which may hold secrets.
 
 extension KeysFile {
@@ -12,21 +12,9 @@ extension KeysFile {
             return error.locatedIn(path)
         case let error as YamlError:
             return .keysFileInvalid(path: path, location: location(of: error), problem: problem(of: error))
-        case let error as DecodingError:
-            return configurationError(from: error, path: path)
         default:
             return .keysFileInvalid(path: path, location: "the file", problem: "it could not be decoded")
         }
-    }
-
-    /// Where in the file a decoding error happened, such as `databases[0].keys[1]`, or
-    /// `the top level`.
-    static func location(of codingPath: [any CodingKey]) -> String {
-        var text = ""
-        for key in codingPath {
-            if let index = key.intValue { text += "[\(index)]" } else { text += text.isEmpty ? key.stringValue : ".\(key.stringValue)" }
-        }
-        return text.isEmpty ? "the top level" : text
     }
 
     /// Where a YAML syntax error is: a line and column, a byte offset, or the whole file.
@@ -56,41 +44,6 @@ extension KeysFile {
             return "not readable as YAML (\(problem))"
         default:
             return "not valid YAML"
-        }
-    }
-
-    /// The error for a document that is valid YAML but not of the Keys file's shape.
-    private static func configurationError(from error: DecodingError, path: String) -> KeyConfigurationError {
-        switch error {
-        case let .keyNotFound(key, context):
-            return .keysFileInvalid(path: path, location: location(of: context.codingPath), problem: "the field \"\(key.stringValue)\" is missing")
-        case let .typeMismatch(type, context):
-            return .keysFileInvalid(path: path, location: location(of: context.codingPath), problem: "expected \(describe(type))")
-        case let .valueNotFound(type, context):
-            return .keysFileInvalid(path: path, location: location(of: context.codingPath), problem: "expected \(describe(type)), found nothing")
-        case let .dataCorrupted(context):
-            if let own = context.underlyingError as? KeyConfigurationError {
-                return own.locatedIn(path)
-            }
-            if let yaml = context.underlyingError as? YamlError {
-                return .keysFileInvalid(path: path, location: location(of: yaml), problem: problem(of: yaml))
-            }
-            let location = location(of: context.codingPath)
-            if context.codingPath.last?.stringValue == "format" {
-                return .keysFileInvalid(path: path, location: location, problem: "format must be one of: \(KeyFormat.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return .keysFileInvalid(path: path, location: location, problem: "the value is not valid here")
-        @unknown default:
-            return .keysFileInvalid(path: path, location: "the file", problem: "it could not be decoded")
-        }
-    }
-
-    /// The kind of value the file should have had, in a user's words.
-    private static func describe(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: return "text"
-        case is [DatabaseDocument].Type, is [KeyDocument].Type: return "a list"
-        default: return "a mapping with the documented fields"
         }
     }
 }

@@ -118,7 +118,8 @@ public struct KeysFile: Sendable {
         }
         let document: KeysFileDocument
         do {
-            document = try YAMLDecoder().decode(KeysFileDocument.self, from: secrets.text)
+            // Scalars are read as text (the basic resolver): the format's fields say what each is.
+            document = try KeysFileDocument(Yams.compose(yaml: secrets.text, .basic))
         } catch {
             throw Self.configurationError(decoding: error, path: path)
         }

@@ -1,75 +1,180 @@
 import CipherFormats
+import Yams
 
-// The YAML shape of a Keys file, decoded strictly: every mapping refuses fields it does not
-// know (usually typos). `KeysFile.init(yaml:path:baseDirectory:)` checks the values.
+// The YAML shape of a Keys file, read strictly from the composed node tree: every mapping refuses
+// fields it does not know (usually typos), and every field must have the kind of value it takes.
+// `KeysFile.init(yaml:path:baseDirectory:)` checks the values. The tree is walked directly rather
+// than through Codable: a fleet's Keys file has tens of thousands of entries, and decoding them
+// through Yams's Decoder cost about half of loading one.
 
-/// A coding key for any field name, to list the fields a mapping has.
-private struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { nil }
+/// Where a value is in the document, for messages: `databases[0].keys[1].cipher`, or
+/// `the top level`.
+struct DocumentPath {
+    private var text = ""
+
+    /// The path of field `name` of the mapping here.
+    func field(_ name: String) -> DocumentPath {
+        var path = self
+        path.text += text.isEmpty ? name : ".\(name)"
+        return path
+    }
+
+    /// The path of item `index` of the list here.
+    func item(_ index: Int) -> DocumentPath {
+        var path = self
+        path.text += "[\(index)]"
+        return path
+    }
+
+    /// The path as messages show it.
+    var location: String { text.isEmpty ? "the top level" : text }
 }
 
-/// Throws ``KeyConfigurationError/unknownField(path:location:field:allowed:)`` for the first field
-/// of `decoder`'s mapping that is not in `allowed` (the path is filled in by
-/// ``KeyConfigurationError/locatedIn(_:)``). A field that does not look like a field name is not shown.
-private func rejectUnknownFields(in decoder: any Decoder, allowed: [String]) throws {
-    let container = try decoder.container(keyedBy: AnyKey.self)
-    for key in container.allKeys where !allowed.contains(key.stringValue) {
-        throw KeyConfigurationError.unknownField(
-            path: "", location: KeysFile.location(of: decoder.codingPath),
-            field: KeyConfigurationError.shownFieldName(key.stringValue, allowed: allowed), allowed: allowed)
+/// The fields of one mapping, after checking that the node is a mapping of known fields only.
+struct FieldReader {
+    let path: DocumentPath
+    private let fields: [String: Node]
+
+    /// Reads `node` at `path` as a mapping whose fields are all in `allowed`.
+    /// - Throws: ``KeyConfigurationError/keysFileInvalid(path:location:problem:)`` when it is not a
+    ///   mapping, ``KeyConfigurationError/unknownField(path:location:field:allowed:)`` for the first
+    ///   unknown field (not shown unless it looks like a field name). The Keys file's path is
+    ///   filled in by the caller.
+    init(_ node: Node, at path: DocumentPath, allowed: [String]) throws(KeyConfigurationError) {
+        guard case .mapping(let mapping) = node else {
+            throw .keysFileInvalid(path: "", location: path.location, problem: "expected a mapping with the documented fields")
+        }
+        var fields: [String: Node] = [:]
+        for (key, value) in mapping {
+            let name = key.scalar?.string ?? ""
+            guard key.scalar != nil, allowed.contains(name) else {
+                throw .unknownField(path: "", location: path.location, field: KeyConfigurationError.shownFieldName(name, allowed: allowed), allowed: allowed)
+            }
+            fields[name] = value
+        }
+        self.path = path
+        self.fields = fields
+    }
+
+    private func invalid(_ name: String, _ problem: String) -> KeyConfigurationError {
+        .keysFileInvalid(path: "", location: path.field(name).location, problem: problem)
+    }
+
+    /// The field's node, or `nil` when it is absent or null (`~`, `null`, or nothing).
+    func node(_ name: String) -> Node? {
+        guard let node = fields[name] else { return nil }
+        if case .scalar(let scalar) = node, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) { return nil }
+        return node
+    }
+
+    /// A scalar field as text.
+    func string(_ name: String) throws(KeyConfigurationError) -> String? {
+        guard let node = node(name) else { return nil }
+        guard case .scalar(let scalar) = node else { throw invalid(name, "expected text") }
+        return scalar.string
+    }
+
+    /// A field that must be there, as text.
+    func requiredString(_ name: String) throws(KeyConfigurationError) -> String {
+        guard let value = try string(name) else { throw missing(name) }
+        return value
+    }
+
+    /// A whole number (decimal, or `0x`/`0o` prefixed).
+    func int(_ name: String) throws(KeyConfigurationError) -> Int? {
+        guard let text = try string(name) else { return nil }
+        let digits = text.replacingOccurrences(of: "_", with: "")
+        let value: Int? = digits.hasPrefix("0x") ? Int(digits.dropFirst(2), radix: 16)
+            : digits.hasPrefix("0o") ? Int(digits.dropFirst(2), radix: 8) : Int(digits)
+        guard let value else { throw invalid(name, "expected a whole number") }
+        return value
+    }
+
+    /// `true` or `false` (also YAML 1.1's yes/no and on/off, as the YAML library reads them).
+    func bool(_ name: String) throws(KeyConfigurationError) -> Bool? {
+        guard let text = try string(name) else { return nil }
+        switch text {
+        case "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON": return true
+        case "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF": return false
+        default: throw invalid(name, "expected true or false")
+        }
+    }
+
+    /// A list field's items, or `nil` when it is absent or null.
+    func list(_ name: String) throws(KeyConfigurationError) -> [Node]? {
+        guard let node = node(name) else { return nil }
+        guard case .sequence(let sequence) = node else { throw invalid(name, "expected a list") }
+        return Array(sequence)
+    }
+
+    /// A list field that must be there.
+    func requiredList(_ name: String) throws(KeyConfigurationError) -> [Node] {
+        guard let items = try list(name) else { throw missing(name) }
+        return items
+    }
+
+    private func missing(_ name: String) -> KeyConfigurationError {
+        fields[name] == nil
+            ? .keysFileInvalid(path: "", location: path.location, problem: "the field \"\(name)\" is missing")
+            : invalid(name, "expected a value, found nothing")
+    }
+
+    /// A `format:` field.
+    func format(_ name: String) throws(KeyConfigurationError) -> KeyFormat? {
+        guard let text = try string(name) else { return nil }
+        guard let format = KeyFormat(rawValue: text) else {
+            throw invalid(name, "format must be one of: \(KeyFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return format
     }
 }
 
 /// The whole file: optionally `key_encryption_keys:`, and `databases:`, a list of database entries.
-struct KeysFileDocument: Decodable {
+struct KeysFileDocument {
     let keyEncryptionKeys: [KeyEncryptionKeyDocument]
     let databases: [DatabaseDocument]
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case keyEncryptionKeys = "key_encryption_keys", databases }
-
-    init(from decoder: any Decoder) throws {
-        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        keyEncryptionKeys = try container.decodeIfPresent([KeyEncryptionKeyDocument].self, forKey: .keyEncryptionKeys) ?? []
-        databases = try container.decode([DatabaseDocument].self, forKey: .databases)
+    /// Reads the composed document (`nil` for a file with no YAML document in it).
+    init(_ root: Node?) throws(KeyConfigurationError) {
+        guard let root else {
+            throw .keysFileInvalid(path: "", location: "the top level", problem: "the file holds no YAML document")
+        }
+        let fields = try FieldReader(root, at: DocumentPath(), allowed: ["key_encryption_keys", "databases"])
+        var keks: [KeyEncryptionKeyDocument] = []
+        for (index, node) in (try fields.list("key_encryption_keys") ?? []).enumerated() {
+            keks.append(try KeyEncryptionKeyDocument(node, at: fields.path.field("key_encryption_keys").item(index)))
+        }
+        var databases: [DatabaseDocument] = []
+        for (index, node) in try fields.requiredList("databases").enumerated() {
+            databases.append(try DatabaseDocument(node, at: fields.path.field("databases").item(index)))
+        }
+        keyEncryptionKeys = keks
+        self.databases = databases
     }
 }
 
 /// One key-encryption key: its `id`, exactly one source (`passphrase` with `salt`, `hex`, `env`,
 /// `file`, `credential`, `pkcs11` or `external`), the `format` of env, file and credential
 /// sources, and an optional `created` date.
-struct KeyEncryptionKeyDocument: Decodable {
+struct KeyEncryptionKeyDocument {
     let id: String
-    let passphrase: String?
-    let hex: String?
-    let env: String?
-    let file: String?
-    let credential: String?
+    let passphrase, hex, env, file, credential, external, salt, created: String?
     let pkcs11: PKCS11Document?
-    let external: String?
     let format: KeyFormat?
-    let salt: String?
-    let created: String?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case id, passphrase, hex, env, file, credential, pkcs11, external, format, salt, created }
-
-    init(from decoder: any Decoder) throws {
-        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        passphrase = try container.decodeIfPresent(String.self, forKey: .passphrase)
-        hex = try container.decodeIfPresent(String.self, forKey: .hex)
-        env = try container.decodeIfPresent(String.self, forKey: .env)
-        file = try container.decodeIfPresent(String.self, forKey: .file)
-        credential = try container.decodeIfPresent(String.self, forKey: .credential)
-        pkcs11 = try container.decodeIfPresent(PKCS11Document.self, forKey: .pkcs11)
-        external = try container.decodeIfPresent(String.self, forKey: .external)
-        format = try container.decodeIfPresent(KeyFormat.self, forKey: .format)
-        salt = try container.decodeIfPresent(String.self, forKey: .salt)
-        created = try container.decodeIfPresent(String.self, forKey: .created)
+    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
+        let fields = try FieldReader(node, at: path, allowed: ["id", "passphrase", "hex", "env", "file", "credential", "pkcs11", "external", "format", "salt", "created"])
+        id = try fields.requiredString("id")
+        passphrase = try fields.string("passphrase")
+        hex = try fields.string("hex")
+        env = try fields.string("env")
+        file = try fields.string("file")
+        credential = try fields.string("credential")
+        pkcs11 = try fields.node("pkcs11").map { (node) throws(KeyConfigurationError) in try PKCS11Document(node, at: path.field("pkcs11")) }
+        external = try fields.string("external")
+        format = try fields.format("format")
+        salt = try fields.string("salt")
+        created = try fields.string("created")
     }
 
     /// The names of the sources this entry gives.
@@ -82,89 +187,79 @@ struct KeyEncryptionKeyDocument: Decodable {
 /// `pkcs11:` on a key-encryption key: the module, the token (`token:` label or `slot:`), the key's
 /// label (`key:`) and where the PIN comes from (`pin_env:` or `pin_file:`; a PIN is never written
 /// in the Keys file).
-struct PKCS11Document: Decodable {
+struct PKCS11Document {
     let module: String
     let token: String?
     let slot: UInt?
     let key: String
-    let pinEnv: String?
-    let pinFile: String?
+    let pinEnv, pinFile: String?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case module, token, slot, key, pinEnv = "pin_env", pinFile = "pin_file" }
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: AnyKey.self)
-        if container.allKeys.contains(where: { $0.stringValue == "pin" }) {
-            throw KeyConfigurationError.keysFileInvalid(
-                path: "", location: KeysFile.location(of: decoder.codingPath),
-                problem: "a PIN is never written in the Keys file (its value is not shown); give pin_env: VARIABLE or pin_file: PATH")
+    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
+        if node.mapping?.contains(where: { $0.key.scalar?.string == "pin" }) == true {
+            throw .keysFileInvalid(path: "", location: path.location, problem: "a PIN is never written in the Keys file (its value is not shown); give pin_env: VARIABLE or pin_file: PATH")
         }
-        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
-        let fields = try decoder.container(keyedBy: CodingKeys.self)
-        module = try fields.decode(String.self, forKey: .module)
-        token = try fields.decodeIfPresent(String.self, forKey: .token)
-        slot = try fields.decodeIfPresent(UInt.self, forKey: .slot)
-        key = try fields.decode(String.self, forKey: .key)
-        pinEnv = try fields.decodeIfPresent(String.self, forKey: .pinEnv)
-        pinFile = try fields.decodeIfPresent(String.self, forKey: .pinFile)
+        let fields = try FieldReader(node, at: path, allowed: ["module", "token", "slot", "key", "pin_env", "pin_file"])
+        module = try fields.requiredString("module")
+        token = try fields.string("token")
+        if let number = try fields.int("slot") {
+            guard let slot = UInt(exactly: number) else {
+                throw .keysFileInvalid(path: "", location: path.field("slot").location, problem: "expected a slot number, 0 or more")
+            }
+            self.slot = slot
+        } else {
+            slot = nil
+        }
+        key = try fields.requiredString("key")
+        pinEnv = try fields.string("pin_env")
+        pinFile = try fields.string("pin_file")
     }
 }
 
 /// One database entry: its `path`, its `keys`, oldest first, and optionally the maximum age of
 /// its current key in days.
-struct DatabaseDocument: Decodable {
+struct DatabaseDocument {
     let path: String
     let keys: [KeyDocument]
     let maxKeyAgeDays: Int?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable { case path, keys, maxKeyAgeDays = "max_key_age_days" }
-
-    init(from decoder: any Decoder) throws {
-        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        path = try container.decode(String.self, forKey: .path)
-        keys = try container.decode([KeyDocument].self, forKey: .keys)
-        maxKeyAgeDays = try container.decodeIfPresent(Int.self, forKey: .maxKeyAgeDays)
+    init(_ node: Node, at location: DocumentPath) throws(KeyConfigurationError) {
+        let fields = try FieldReader(node, at: location, allowed: ["path", "keys", "max_key_age_days"])
+        path = try fields.requiredString("path")
+        var keys: [KeyDocument] = []
+        for (index, node) in try fields.requiredList("keys").enumerated() {
+            keys.append(try KeyDocument(node, at: location.field("keys").item(index)))
+        }
+        self.keys = keys
+        maxKeyAgeDays = try fields.int("max_key_age_days")
     }
 }
 
 /// One key entry as written: its `id`, its sources (exactly one is valid), their `format`, and
 /// optional `cipher` settings, `legacy` flag and `created` date (text, checked by `KeysFile`).
-struct KeyDocument: Decodable {
+struct KeyDocument {
     let id: String
-    let passphrase: String?
-    let hex: String?
-    let env: String?
-    let file: String?
+    let passphrase, hex, env, file, credential, wrappedBy, wrappedKey, created: String?
     let format: KeyFormat?
-    let plaintext: Bool?
+    let plaintext, legacy: Bool?
     let cipher: CipherDocument?
-    let legacy: Bool?
-    let created: String?
-    let credential: String?
-    let wrappedBy: String?
-    let wrappedKey: String?
 
-    private enum CodingKeys: String, CodingKey, CaseIterable {
-        case id, passphrase, hex, env, file, credential, wrappedBy = "wrapped_by", wrappedKey = "wrapped_key", format, plaintext, cipher, legacy, created
-    }
-
-    init(from decoder: any Decoder) throws {
-        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(String.self, forKey: .id)
-        passphrase = try container.decodeIfPresent(String.self, forKey: .passphrase)
-        hex = try container.decodeIfPresent(String.self, forKey: .hex)
-        env = try container.decodeIfPresent(String.self, forKey: .env)
-        file = try container.decodeIfPresent(String.self, forKey: .file)
-        format = try container.decodeIfPresent(KeyFormat.self, forKey: .format)
-        plaintext = try container.decodeIfPresent(Bool.self, forKey: .plaintext)
-        cipher = try container.decodeIfPresent(CipherDocument.self, forKey: .cipher)
-        legacy = try container.decodeIfPresent(Bool.self, forKey: .legacy)
-        created = try container.decodeIfPresent(String.self, forKey: .created)
-        credential = try container.decodeIfPresent(String.self, forKey: .credential)
-        wrappedBy = try container.decodeIfPresent(String.self, forKey: .wrappedBy)
-        wrappedKey = try container.decodeIfPresent(String.self, forKey: .wrappedKey)
+    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
+        let fields = try FieldReader(node, at: path, allowed: [
+            "id", "passphrase", "hex", "env", "file", "credential", "wrapped_by", "wrapped_key", "format", "plaintext", "cipher", "legacy", "created",
+        ])
+        id = try fields.requiredString("id")
+        passphrase = try fields.string("passphrase")
+        hex = try fields.string("hex")
+        env = try fields.string("env")
+        file = try fields.string("file")
+        format = try fields.format("format")
+        plaintext = try fields.bool("plaintext")
+        cipher = try fields.node("cipher").map { (node) throws(KeyConfigurationError) in try CipherDocument(node, at: path.field("cipher")) }
+        legacy = try fields.bool("legacy")
+        created = try fields.string("created")
+        credential = try fields.string("credential")
+        wrappedBy = try fields.string("wrapped_by")
+        wrappedKey = try fields.string("wrapped_key")
     }
 
     /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`,
@@ -178,64 +273,60 @@ struct KeyDocument: Decodable {
 /// `cipher:` on a key entry: a generation's name (`cipher: sqlcipher3`), or a mapping of
 /// settings, optionally on a generation (`cipher: {compatibility: 3, kdf_iter: 100000}`).
 /// Keys.example documents every field.
-struct CipherDocument: Decodable {
+struct CipherDocument {
     let settings: CipherSettings
-
-    private enum CodingKeys: String, CodingKey, CaseIterable {
-        case compatibility, kdfIter = "kdf_iter", pageSize = "page_size", useHMAC = "use_hmac"
-        case kdfAlgorithm = "kdf_algorithm", hmacAlgorithm = "hmac_algorithm", plaintextHeaderSize = "plaintext_header_size"
-        case hmacPageNumber = "hmac_pgno", hmacSaltMask = "hmac_salt_mask", fastKDFIter = "fast_kdf_iter"
-    }
 
     static let generationNames = CipherGeneration.allCases.map(\.name).joined(separator: ", ")
 
-    init(from decoder: any Decoder) throws {
-        func invalid(_ problem: String, at key: CodingKeys? = nil) -> KeyConfigurationError {
-            .keysFileInvalid(path: "", location: KeysFile.location(of: decoder.codingPath + (key.map { [$0] } ?? [])), problem: problem)
+    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
+        func invalid(_ problem: String, at field: String? = nil) -> KeyConfigurationError {
+            .keysFileInvalid(path: "", location: (field.map { path.field($0) } ?? path).location, problem: problem)
         }
-        if let single = try? decoder.singleValueContainer(), let name = try? single.decode(String.self) {
-            guard let generation = CipherGeneration(name: name) else {
+        if case .scalar(let scalar) = node {
+            guard let generation = CipherGeneration(name: scalar.string) else {
                 throw invalid("cipher must be one of \(Self.generationNames), or a mapping of settings")
             }
             settings = CipherSettings(generation: generation)
             return
         }
-        try rejectUnknownFields(in: decoder, allowed: CodingKeys.allCases.map(\.rawValue))
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        func digest(_ key: CodingKeys) throws -> CipherDigest? {
-            guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }
+        let fields = try FieldReader(node, at: path, allowed: [
+            "compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm", "plaintext_header_size",
+            "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter",
+        ])
+        func digest(_ name: String) throws(KeyConfigurationError) -> CipherDigest? {
+            guard let text = try fields.string(name) else { return nil }
             guard let digest = CipherDigest(rawValue: text.lowercased()) else {
-                throw invalid("\(key.rawValue) must be one of: \(CipherDigest.allCases.map(\.rawValue).joined(separator: ", "))", at: key)
+                throw invalid("\(name) must be one of: \(CipherDigest.allCases.map(\.rawValue).joined(separator: ", "))", at: name)
             }
             return digest
         }
         var settings = CipherSettings()
-        if let level = try container.decodeIfPresent(Int.self, forKey: .compatibility) {
+        if let level = try fields.int("compatibility") {
             guard let generation = CipherGeneration(rawValue: level) else {
-                throw invalid("compatibility must be 1, 2, 3 or 4 (the SQLCipher generation whose defaults apply)", at: .compatibility)
+                throw invalid("compatibility must be 1, 2, 3 or 4 (the SQLCipher generation whose defaults apply)", at: "compatibility")
             }
             settings.generation = generation
         }
-        settings.kdfIterations = try container.decodeIfPresent(Int.self, forKey: .kdfIter)
-        settings.pageSize = try container.decodeIfPresent(Int.self, forKey: .pageSize)
-        settings.useHMAC = try container.decodeIfPresent(Bool.self, forKey: .useHMAC)
-        settings.kdfAlgorithm = try digest(.kdfAlgorithm)
-        settings.hmacAlgorithm = try digest(.hmacAlgorithm)
-        settings.plaintextHeaderSize = try container.decodeIfPresent(Int.self, forKey: .plaintextHeaderSize)
-        if let order = try container.decodeIfPresent(String.self, forKey: .hmacPageNumber) {
+        settings.kdfIterations = try fields.int("kdf_iter")
+        settings.pageSize = try fields.int("page_size")
+        settings.useHMAC = try fields.bool("use_hmac")
+        settings.kdfAlgorithm = try digest("kdf_algorithm")
+        settings.hmacAlgorithm = try digest("hmac_algorithm")
+        settings.plaintextHeaderSize = try fields.int("plaintext_header_size")
+        if let order = try fields.string("hmac_pgno") {
             guard let parsed = PageNumberByteOrder(rawValue: order.lowercased()) else {
-                throw invalid("hmac_pgno must be le or be", at: .hmacPageNumber)
+                throw invalid("hmac_pgno must be le or be", at: "hmac_pgno")
             }
             settings.hmacPageNumber = parsed
         }
-        if let mask = try container.decodeIfPresent(String.self, forKey: .hmacSaltMask) {
+        if let mask = try fields.string("hmac_salt_mask") {
             let digits = mask.lowercased().hasPrefix("0x") ? String(mask.dropFirst(2)) : mask
             guard digits.count == 2, let byte = UInt8(digits, radix: 16) else {
-                throw invalid("hmac_salt_mask must be one byte in hex, such as \"3a\" or \"0x00\"", at: .hmacSaltMask)
+                throw invalid("hmac_salt_mask must be one byte in hex, such as \"3a\" or \"0x00\"", at: "hmac_salt_mask")
             }
             settings.hmacSaltMask = byte
         }
-        settings.fastKDFIterations = try container.decodeIfPresent(Int.self, forKey: .fastKDFIter)
+        settings.fastKDFIterations = try fields.int("fast_kdf_iter")
         self.settings = settings
     }
 }

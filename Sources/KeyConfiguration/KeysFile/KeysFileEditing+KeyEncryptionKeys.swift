@@ -20,14 +20,21 @@ extension KeysFileEditing {
     }
 
     /// `text` with each replacement's `wrapped_by:` and `wrapped_key:` values written over the
-    /// old ones (as double-quoted scalars), each on its own line as before.
-    /// - Throws: ``Problem/unsupportedLayout(_:)`` when a value is not a one-line scalar of a block mapping.
-    package static func replacingWrappedValues(_ replacements: [WrappedValueReplacement], in text: String) throws -> String {
-        guard let root = try Yams.compose(yaml: text), let databases = value(of: "databases", in: root)?.sequence else {
+    /// old ones (as double-quoted scalars, each on its own line as before), and, with
+    /// `keyEncryptionKey`, that key-encryption key entry appended as the last (current) KEK: after
+    /// the last item of `key_encryption_keys:`, or in a new `key_encryption_keys:` list before
+    /// `databases:`. The text is parsed once for both edits.
+    /// - Throws: ``Problem/unsupportedLayout(_:)`` when a value is not a one-line scalar of a block
+    ///   mapping, or the KEK list is not a block list.
+    package static func rewrapping(
+        _ replacements: [WrappedValueReplacement], appendingKeyEncryptionKey keyEncryptionKey: [(name: String, value: String)]?, in text: String
+    ) throws -> String {
+        guard let root = try Yams.compose(yaml: text, .basic), let databases = value(of: "databases", in: root)?.sequence else {
             throw Problem.unsupportedLayout("databases: is not a list")
         }
         let newline = text.contains("\r\n") ? "\r\n" : "\n"
         var lines = text.components(separatedBy: newline)
+        // Replacements keep the number of lines, so the KEK's place found below stays right.
         for replacement in replacements {
             guard replacement.entryIndex < databases.count,
                   let keys = value(of: "keys", in: databases[replacement.entryIndex])?.sequence, replacement.keyIndex < keys.count
@@ -46,6 +53,7 @@ extension KeysFileEditing {
                 lines[line] = String(lines[line][..<start]) + KeysFileKeyLines.quoted(newValue) + String(lines[line][end...])
             }
         }
+        if let keyEncryptionKey { try insertKeyEncryptionKey(keyEncryptionKey, root: root, into: &lines) }
         return lines.joined(separator: newline)
     }
 
@@ -85,15 +93,12 @@ extension KeysFileEditing {
         }
     }
 
-    /// `text` with a key-encryption key entry appended as the last (current) KEK: after the last
-    /// item of `key_encryption_keys:`, or in a new `key_encryption_keys:` list before `databases:`.
-    /// - Throws: ``Problem/unsupportedLayout(_:)``.
-    package static func appendingKeyEncryptionKey(_ fields: [(name: String, value: String)], in text: String) throws -> String {
-        guard let root = try Yams.compose(yaml: text), let mapping = root.mapping else {
+    /// Inserts a key-encryption key entry into `lines` (the text `root` was composed from) as the
+    /// last (current) KEK.
+    private static func insertKeyEncryptionKey(_ fields: [(name: String, value: String)], root: Node, into lines: inout [String]) throws {
+        guard let mapping = root.mapping else {
             throw Problem.unsupportedLayout("the file is not a mapping")
         }
-        let newline = text.contains("\r\n") ? "\r\n" : "\n"
-        var lines = text.components(separatedBy: newline)
         func item(dashIndent: Int) -> [String] {
             fields.enumerated().map { index, field in
                 (index == 0 ? String(repeating: " ", count: dashIndent) + "- " : String(repeating: " ", count: dashIndent + 2)) + "\(field.name): \(field.value)"
@@ -105,7 +110,6 @@ extension KeysFileEditing {
             }
             let dashIndent = listMark.column - 1
             let after = lastLine(ofItemStartingAt: itemMark.line - 1, dashIndent: dashIndent, in: lines)
-            _ = itemMark
             lines.insert(contentsOf: item(dashIndent: dashIndent), at: after + 1)
         } else {
             guard let databasesKey = mapping.first(where: { $0.key.string == "databases" })?.key, let mark = databasesKey.mark, mark.column == 1 else {
@@ -113,6 +117,5 @@ extension KeysFileEditing {
             }
             lines.insert(contentsOf: ["key_encryption_keys:"] + item(dashIndent: 2) + [""], at: mark.line - 1)
         }
-        return lines.joined(separator: newline)
     }
 }

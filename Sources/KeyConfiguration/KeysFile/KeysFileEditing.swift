@@ -131,7 +131,7 @@ package enum KeysFileEditing {
 
     /// The `keys:` sequence node of database entry `index`.
     static func keysSequence(ofEntry index: Int, in text: String) throws -> Node.Sequence {
-        guard let root = try Yams.compose(yaml: text), let databases = value(of: "databases", in: root)?.sequence,
+        guard let root = try Yams.compose(yaml: text, .basic), let databases = value(of: "databases", in: root)?.sequence,
               databases.style != .flow  // libyaml reports a block list's style as `any`
         else { throw Problem.unsupportedLayout("databases: is not a block list") }
         guard index < databases.count, let keys = value(of: "keys", in: databases[index])?.sequence else {

@@ -50,7 +50,8 @@ struct KeysFileSecrets {
         let (masked, maskedFieldNames) = Self.maskWithFieldNames(bytes)
         let root: Node?
         do {
-            root = try Yams.compose(yaml: String(decoding: masked, as: UTF8.self))
+            // The basic resolver: every scalar is text (the masked copy's tags mean nothing).
+            root = try Yams.compose(yaml: String(decoding: masked, as: UTF8.self), .basic)
         } catch let error as YamlError {
             throw Self.failure(of: error)
         } catch {
