@@ -35,16 +35,30 @@ struct ConcurrencyWorkload {
             """)
     }
 
-    func run(report: Report) throws {
-        for wal in [false, true] {
+    /// `readHeavy`: the read-heavy variant's row (1 writer, 16 readers) with its own target.
+    func run(report: Report, modes: [Bool] = [false, true], readHeavy: Bool = false) throws {
+        for wal in modes {
             let samples = try paired(runs: runs,
                                      baseline: { try rawOpsPerSecond(wal: wal) },
                                      library: { try libraryOpsPerSecond(pool: wal) })
             let mode = wal ? "WAL" : "DELETE"
+            // Issue 24's targets: at least the raw handle's rate without a pool, 1.5× with one, 1.8× read-heavy.
+            let target: Target = readHeavy ? .ratioAtLeast(1.8) : wal ? .ratioAtLeast(1.5) : .ratioAtLeast(1.0)
             report.add(ResultRow(workload: "7 \(writers)w+\(readers)r tasks, \(mode)", baseline: "raw C, 1 handle + mutex, \(mode)",
                                  library: wal ? "EncryptedDatabase, pool of \(poolReaders)" : "EncryptedDatabase, no pool",
-                                 unit: "ops/s", baselineSamples: samples.baseline, librarySamples: samples.library,
+                                 unit: "ops/s", baselineSamples: samples.baseline, librarySamples: samples.library, target: target,
                                  notes: ["operations": "\(totalOps) per run (\(opsPerTask) per task)"]))
+        }
+    }
+
+    /// Runs one side once (for `--profile`): raw or library, DELETE (no pool) or WAL (pool).
+    func profile(_ variant: ProfileVariant) throws {
+        switch variant {
+        case .concurrencyRawDelete: _ = try rawOpsPerSecond(wal: false)
+        case .concurrencyLibraryDelete: _ = try libraryOpsPerSecond(pool: false)
+        case .concurrencyRawWAL: _ = try rawOpsPerSecond(wal: true)
+        case .concurrencyLibraryWAL: _ = try libraryOpsPerSecond(pool: true)
+        default: break
         }
     }
 
@@ -128,16 +142,19 @@ final class SharedRawConnection: @unchecked Sendable {
     private let db: RawConnection
     private let insertStatement: OpaquePointer
     private let lookupStatement: OpaquePointer
+    private let schemaVersionStatement: OpaquePointer
 
     init(path: String, key: String) throws {
         db = try RawConnection(path: path, key: key)
         insertStatement = try db.prepare(ConcurrencyWorkload.insertSQL)
         lookupStatement = try db.prepare(ConcurrencyWorkload.lookupSQL)
+        schemaVersionStatement = try db.prepare("PRAGMA schema_version")
     }
 
     deinit {
         sqlite3_finalize(insertStatement)
         sqlite3_finalize(lookupStatement)
+        sqlite3_finalize(schemaVersionStatement)
     }
 
     func insert(name: String, score: Double) throws {
@@ -154,10 +171,16 @@ final class SharedRawConnection: @unchecked Sendable {
         }
     }
 
-    func lookup(id: Int64) throws {
+    /// `checkSchemaVersion`: also steps `PRAGMA schema_version` first, as the library's live
+    /// rotation check does (for the candidates' row).
+    func lookup(id: Int64, checkSchemaVersion: Bool = false) throws {
         try lock.withLock {
             try db.exec("BEGIN")
             defer { try? db.exec("COMMIT") }
+            if checkSchemaVersion {
+                sqlite3_reset(schemaVersionStatement)
+                guard sqlite3_step(schemaVersionStatement) == SQLITE_ROW else { throw db.error(sqlite3_errcode(db.handle), "PRAGMA schema_version") }
+            }
             sqlite3_bind_int64(lookupStatement, 1, id)
             defer { sqlite3_reset(lookupStatement) }
             guard sqlite3_step(lookupStatement) == SQLITE_ROW else { throw db.error(sqlite3_errcode(db.handle), ConcurrencyWorkload.lookupSQL) }

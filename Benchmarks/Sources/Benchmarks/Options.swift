@@ -124,7 +124,7 @@ struct Options {
 
 /// The workloads of issue 6, by the name `--only` takes.
 enum Workload: String, CaseIterable {
-    case insert, fetch, lookup, open, pool, rotation, concurrency, telemetry
+    case insert, fetch, lookup, open, pool, rotation, concurrency, telemetry, candidates, memory
 }
 
 struct UsageError: Error, CustomStringConvertible {

@@ -15,7 +15,7 @@ struct TableWorkloads {
     let folder: String
     let rows: Int
     let lookups: Int
-    let hexKey = randomHexKey()
+    let hexKey: String
     /// The rows, made before anything is timed and shared by both sides.
     let names: [String]
     let lookupIDs: [Int64]
@@ -24,8 +24,9 @@ struct TableWorkloads {
     static let selectSQL = "SELECT id, name, score FROM items"
     static let lookupSQL = "SELECT id, name, score FROM items WHERE id = ?"
 
-    init(folder: String, rows: Int, lookups: Int) {
+    init(folder: String, rows: Int, lookups: Int, hexKey: String = randomHexKey()) {
         self.folder = folder
+        self.hexKey = hexKey
         self.rows = rows
         self.lookups = lookups
         names = (0..<rows).map { "name-\($0)" }
@@ -241,7 +242,7 @@ struct TableWorkloads {
             case .fetchRows: _ = try timedRegion { _ = try libraryFetchRows(database) }
             case .lookupRaw: _ = try timedRegion { _ = try rawLookups(raw) }
             case .lookupLibrary: _ = try timedRegion { _ = try libraryLookups(database) }
-            case .insertRaw, .insertLibrary, .insertArrays, .openOneKey, .openFiveKeys, .openPool: break
+            default: break
             }
         }
     }
@@ -253,6 +254,8 @@ enum ProfileVariant: String, CaseIterable {
     case fetchRaw = "fetch-raw", fetchIndex = "fetch-index", fetchName = "fetch-name", fetchDecodable = "fetch-decodable", fetchRows = "fetch-rows"
     case lookupRaw = "lookup-raw", lookupLibrary = "lookup-lib"
     case openOneKey = "open-1key", openFiveKeys = "open-5keys", openPool = "open-pool"
+    case concurrencyRawDelete = "concurrency-raw-delete", concurrencyLibraryDelete = "concurrency-lib-delete"
+    case concurrencyRawWAL = "concurrency-raw-wal", concurrencyLibraryWAL = "concurrency-lib-wal"
 
     static var names: [String] { allCases.map(\.rawValue) }
 }

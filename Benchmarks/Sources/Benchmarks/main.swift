@@ -23,6 +23,16 @@ if arguments.first == "__rotation-child" {
     }
 }
 
+if arguments.first == "__memory-child" {
+    do {
+        try MemoryWorkload.child(arguments: Array(arguments.dropFirst()))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("memory child: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
 let options: Options
 do {
     options = try Options.parse(arguments)
@@ -41,6 +51,9 @@ do {
         switch variant {
         case .openOneKey, .openFiveKeys, .openPool:
             try OpenWorkloads(folder: folder, runs: 1, poolReaders: options.poolReaders).profile(variant)
+        case .concurrencyRawDelete, .concurrencyLibraryDelete, .concurrencyRawWAL, .concurrencyLibraryWAL:
+            try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
+                                    runs: 1, poolReaders: options.poolReaders).profile(variant)
         default:
             try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).profile(variant)
         }
@@ -70,6 +83,15 @@ do {
     if options.runs(.concurrency) {
         try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
                                 runs: options.concurrencyRuns, poolReaders: options.poolReaders).run(report: report)
+        // The read-heavy variant: 1 writer and 16 readers, with the pool.
+        try ConcurrencyWorkload(folder: folder, writers: 1, readers: 16, opsPerTask: options.opsPerTask,
+                                runs: options.concurrencyRuns, poolReaders: options.poolReaders).run(report: report, modes: [true], readHeavy: true)
+    }
+    if options.runs(.candidates) {
+        try CandidateWorkload(folder: folder, runs: options.concurrencyRuns).run(report: report)
+    }
+    if options.runs(.memory) {
+        try MemoryWorkload(folder: folder, rows: options.rows, runs: options.concurrencyRuns).run(report: report)
     }
     if options.runs(.telemetry) {
         try TelemetryWorkload(folder: folder, runs: options.openRuns).run(report: report)
