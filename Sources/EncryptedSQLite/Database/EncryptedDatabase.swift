@@ -192,8 +192,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
             }
             return try writerLock.withLock {
                 try followingRotations("read", writerLockHeld: true) { entered in
-                    try writer.cachedStatement("PRAGMA query_only = 1").execute()
-                    defer { try? writer.cachedStatement("PRAGMA query_only = 0").execute() }
+                    writer.readsOnly = true
+                    defer { writer.readsOnly = false }
                     return try writer.transaction(.deferred) { db in
                         try Self.proveKey(db)
                         entered()
@@ -314,7 +314,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// it starts the read transaction, so a file another process rotated fails here, before any
     /// code of the caller ran.
     private static func proveKey(_ connection: Connection) throws {
-        try connection.cachedStatement("PRAGMA schema_version").execute()
+        try connection.readSchemaVersion()
     }
 
     /// `true` when the writer is open and reads the file (with `writerLock` held).

@@ -107,6 +107,12 @@ public final class Connection {
     var savepointDepth = 0
     /// Prepared statements kept by ``cachedStatement(_:)``, by SQL text.
     var statementCache: [String: Statement] = [:]
+    /// `PRAGMA schema_version`, prepared once for ``readSchemaVersion()``.
+    private var schemaVersionProbe: Statement?
+    /// When `true`, a statement that would write (`sqlite3_stmt_readonly` false) fails with
+    /// `SQLITE_READONLY` before it runs: the writer connection lent to a read. Unlike
+    /// `PRAGMA query_only`, setting it does not expire every prepared statement of the connection.
+    package var readsOnly = false
     /// Custom SQL functions, kept alive while the connection lives.
     var functionBoxes: [AnyObject] = []
     #if DEBUG
@@ -122,6 +128,7 @@ public final class Connection {
         guard !isClosed else { return }
         isClosed = true
         statementCache.removeAll()
+        schemaVersionProbe = nil
         sqlite3_close_v2(handle)
     }
 
@@ -138,6 +145,22 @@ public final class Connection {
     ///   file is not a database, or another code (busy, I/O) when the file could not be read.
     public func verifyReadable() throws {
         _ = try queryValue("SELECT count(*) FROM sqlite_master", as: Int64.self)
+    }
+
+    /// Steps `PRAGMA schema_version`: the cheapest statement that starts a read transaction on the
+    /// main database, which reads page 1 and so proves the key. Its statement is prepared once and
+    /// kept apart from the statement cache (no lookup by text, no bindings).
+    /// - Throws: ``SQLiteError``: ``ResultCode/notADatabase`` when the key no longer opens the file.
+    package func readSchemaVersion() throws {
+        let probe: Statement
+        if let schemaVersionProbe {
+            probe = schemaVersionProbe
+        } else {
+            probe = try prepare("PRAGMA schema_version")
+            schemaVersionProbe = probe
+        }
+        defer { probe.reset() }
+        try probe.step()
     }
 
     // MARK: Running SQL
@@ -177,8 +200,7 @@ public final class Connection {
                 var tail: UnsafePointer<CChar>?
                 let code = sqlite3_prepare_v2(handle, cursor, -1, &statementHandle, &tail)
                 let end = tail ?? UnsafePointer(start.advanced(by: buffer.count - 1))
-                let text = String(decoding: UnsafeRawBufferPointer(start: cursor, count: end - cursor), as: UTF8.self)
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                let text = trimmedSQL(UnsafeRawBufferPointer(start: cursor, count: end - cursor))
                 // On failure SQLite's tail points where parsing stopped: report the whole rest.
                 guard code == SQLITE_OK else { throw error(code: code, sql: String(cString: cursor).trimmingCharacters(in: .whitespacesAndNewlines)) }
                 cursor = end
@@ -270,6 +292,21 @@ public final class Connection {
         guard let reason = refusal.take(), error.code.primary == .notAuthorized else { return error }
         return SQLiteError(code: error.code, message: "\(error.message): \(reason)", sql: error.sql)
     }
+}
+
+/// The text of one statement without the whitespace around it. ASCII whitespace is skipped byte by
+/// byte (Foundation's trimming cost more than preparing the statement: Benchmarks/README.md);
+/// text that still starts or ends with a non-ASCII byte goes through Foundation, which knows every
+/// Unicode whitespace.
+private func trimmedSQL(_ bytes: UnsafeRawBufferPointer) -> String {
+    func isASCIIWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) }
+    var start = 0
+    var end = bytes.count
+    while start < end, isASCIIWhitespace(bytes[start]) { start += 1 }
+    while end > start, isASCIIWhitespace(bytes[end - 1]) { end -= 1 }
+    let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+    guard start < end, bytes[start] >= 0x80 || bytes[end - 1] >= 0x80 else { return text }
+    return text.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
 /// The reason for the authorizer's last refusal on one connection, until the error is made.
