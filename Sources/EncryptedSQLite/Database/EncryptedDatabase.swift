@@ -37,11 +37,15 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public let appliedMigrations: [String]
     private let source: KeyListSource
     private let options: OpenOptions
-    private let readers: ReaderPool?
+    let readers: ReaderPool?
     private let setup: ConnectionSetup
     private let logger: Logger
-    /// Runs the async overloads' work off the cooperative pool.
+    /// Run the async overloads' work off the cooperative pool: pooled reads on `queue`, writes
+    /// (and reads on the writer) one after another on `writerQueue`'s one thread.
     let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
+    let writerQueue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase.writer")
+    let pendingWrites = PendingWrites()
+    var groupCommit: Bool { options.groupCommit }
     private let reentrancy = ReentrancyGuard()
     // Invariant: `writer`, `writerKey` and `currentReport` are only touched with `writerLock` held.
     private let writerLock = NSLock()
@@ -169,7 +173,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// Runs `body` with read-only access on a consistent snapshot (a deferred transaction).
     ///
     /// With a reader pool, reads run concurrently on read-only connections; without one, on the
-    /// writer connection with `PRAGMA query_only` on, one caller at a time. Right after `BEGIN` the
+    /// writer connection, which then refuses statements that write, one caller at a time. Right after `BEGIN` the
     /// library reads the schema version itself, which fixes the snapshot and proves the key; when
     /// that read finds the file rotated by another process, the database follows the rotation and
     /// tries again before `body` ever runs (<doc:KeyRotation>).

@@ -44,6 +44,16 @@ public struct OpenOptions: Sendable {
     /// clauses are accepted but not enforced. The migrator turns enforcement off while it migrates
     /// (see the Migrations article).
     public var foreignKeys = true
+    /// Let async writes that wait for the writer at the same moment share one transaction and one
+    /// commit (default `true`): while one commit waits for the disk, the writes that arrive queue
+    /// up, and the next transaction runs them all, each in a savepoint of its own, then commits
+    /// once. Each closure still runs exactly once and its caller resumes only after the commit
+    /// that holds its changes; a closure that throws rolls back only its own changes and only its
+    /// caller gets the error. What they share: when the commit fails (or SQLite ends the
+    /// transaction, as on a full disk), every write of that transaction fails with that error.
+    /// Blocking `write(_:)` calls never share a transaction. Set it to `false` for one transaction
+    /// per async write.
+    public var groupCommit = true
     /// Runs on each connection your code gets — the writer, and every pooled reader — when it
     /// opens, and again when it reopens after a rotation: register SQL functions and collations,
     /// set pragmas (GRDB's `Configuration.prepareDatabase`). `nil` by default.

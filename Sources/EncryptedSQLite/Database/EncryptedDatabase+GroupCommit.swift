@@ -1,0 +1,122 @@
+import DurableFiles
+import Foundation
+import SQLCipherConnection
+
+/// One async write waiting for the writer: the caller's closure, and how its caller is resumed.
+struct PendingWrite: Sendable {
+    /// Runs the caller's closure and keeps its value for `finish`.
+    let run: @Sendable (Connection) throws -> Void
+    /// Resumes the caller: with the kept value (`nil`), or with the error.
+    let finish: @Sendable ((any Error)?) -> Void
+}
+
+/// Async writes waiting for the writer. Each write appends itself and queues a drain on the
+/// writer queue; a drain takes every write waiting then, so writes that arrive while a commit
+/// waits for the disk share the next transaction (group commit, ``OpenOptions/groupCommit``).
+final class PendingWrites: Sendable {
+    private let list = Locked<[PendingWrite]>([])
+    /// The most writes one transaction has run so far (for tests).
+    let largestGroup = Locked(0)
+
+    func append(_ write: PendingWrite) { list.withLock { $0.append(write) } }
+
+    /// Every write waiting now, oldest first (none when an earlier drain took them).
+    func takeAll() -> [PendingWrite] {
+        list.withLock { list in
+            defer { list.removeAll(keepingCapacity: true) }
+            return list
+        }
+    }
+
+    /// Puts writes that have not run back at the front, for the next drain.
+    func putBack(_ writes: [PendingWrite]) { list.withLock { $0.insert(contentsOf: writes, at: 0) } }
+}
+
+/// The value of one caller's closure between its run and its caller's resumption; written and
+/// read on the writer queue's thread only (the queue orders the accesses).
+private final class ValueBox<T>: @unchecked Sendable {
+    var value: T?
+}
+
+extension EncryptedDatabase {
+    /// The async `write(_:)`: queues the closure for the writer queue, where it runs alone or, with
+    /// ``OpenOptions/groupCommit``, in one transaction with the other writes waiting then.
+    func enqueueWrite<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await withUnsafeThrowingContinuation { continuation in
+            let box = ValueBox<T>()
+            pendingWrites.append(PendingWrite(
+                run: { db in box.value = try body(db) },
+                finish: { error in
+                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: box.value!) }
+                }))
+            writerQueue.async { self.drainWrites() }
+        }
+    }
+
+    /// On the writer queue: runs every write waiting now. One write runs as `write(_:)` runs it;
+    /// several share one `IMMEDIATE` transaction, each in a savepoint of its own, and one commit.
+    private func drainWrites() {
+        let writes = pendingWrites.takeAll()
+        guard !writes.isEmpty else { return }
+        guard writes.count > 1, groupCommit else {
+            for pending in writes {
+                do {
+                    try write { db in try pending.run(db) }
+                    pending.finish(nil)
+                } catch {
+                    pending.finish(error)
+                }
+            }
+            return
+        }
+        runGroup(writes)
+    }
+
+    /// Runs `writes` in one transaction. Each closure runs once, in a savepoint: when it throws,
+    /// only its own changes are rolled back and only its caller gets the error. A closure whose
+    /// deferred foreign keys are left violated is rolled back and gets the error its own commit
+    /// would have given. The others' callers resume after the commit: with their values, or
+    /// with the commit's error. When SQLite ends the whole transaction during a closure (disk
+    /// full, I/O error), the closures that ran before it get that error, and the ones that have
+    /// not run yet go back to wait for the next drain.
+    private func runGroup(_ writes: [PendingWrite]) {
+        pendingWrites.largestGroup.withLock { $0 = max($0, writes.count) }
+        var outcomes = [(any Error)?](repeating: nil, count: writes.count)
+        var ran = 0
+        var aborted: (index: Int, error: any Error)?
+        do {
+            try write { db in
+                for (index, pending) in writes.enumerated() {
+                    ran = index + 1
+                    do {
+                        try db.savepoint { db in
+                            try pending.run(db)
+                            if db.hasDeferredForeignKeyViolations { throw SQLiteError.deferredForeignKeyViolation }
+                        }
+                    } catch {
+                        outcomes[index] = error
+                        if !db.isInTransaction {
+                            aborted = (index, error)
+                            throw error
+                        }
+                    }
+                }
+            }
+        } catch {
+            if let aborted {
+                for index in 0..<aborted.index where outcomes[index] == nil { outcomes[index] = aborted.error }
+                // The closures after the one that ended the transaction never ran.
+                let notRun = Array(writes[(aborted.index + 1)...])
+                if !notRun.isEmpty {
+                    pendingWrites.putBack(notRun)
+                    writerQueue.async { self.drainWrites() }
+                }
+            } else {
+                // BEGIN failed (no closure ran) or COMMIT failed: no closure's changes stand.
+                ran = writes.count
+                for index in outcomes.indices where outcomes[index] == nil { outcomes[index] = error }
+            }
+        }
+        for index in 0..<ran { writes[index].finish(outcomes[index]) }
+    }
+}
