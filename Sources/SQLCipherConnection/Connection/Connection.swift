@@ -109,10 +109,19 @@ public final class Connection {
     var statementCache: [String: Statement] = [:]
     /// `PRAGMA schema_version`, prepared once for ``readSchemaVersion()``.
     private var schemaVersionProbe: Statement?
-    /// When `true`, a statement that would write (`sqlite3_stmt_readonly` false) fails with
-    /// `SQLITE_READONLY` before it runs: the writer connection lent to a read. Unlike
-    /// `PRAGMA query_only`, setting it does not expire every prepared statement of the connection.
-    package var readsOnly = false
+    /// `true` while the writer connection is lent to a read: the first statement that may write
+    /// (`sqlite3_stmt_readonly` false, e.g. an `INSERT` or `PRAGMA journal_mode`) turns
+    /// `PRAGMA query_only` on until the read ends, so SQLite refuses any write with
+    /// `SQLITE_READONLY`. Setting `query_only` expires every prepared statement of the connection,
+    /// so reads that only read no longer pay for it.
+    package var readsOnly = false {
+        didSet {
+            guard !readsOnly, queryOnlyOn else { return }
+            queryOnlyOn = false
+            sqlite3_exec(handle, "PRAGMA query_only = 0", nil, nil, nil)
+        }
+    }
+    private var queryOnlyOn = false
     /// Custom SQL functions, kept alive while the connection lives.
     var functionBoxes: [AnyObject] = []
     #if DEBUG
@@ -161,6 +170,14 @@ public final class Connection {
         }
         defer { probe.reset() }
         try probe.step()
+    }
+
+    /// Turns `PRAGMA query_only` on for the rest of a read (see ``readsOnly``).
+    func turnOnQueryOnly() throws {
+        guard !queryOnlyOn else { return }
+        let code = sqlite3_exec(handle, "PRAGMA query_only = 1", nil, nil, nil)
+        guard code == SQLITE_OK else { throw error(code: code, sql: "PRAGMA query_only = 1") }
+        queryOnlyOn = true
     }
 
     // MARK: Running SQL

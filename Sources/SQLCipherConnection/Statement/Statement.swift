@@ -132,9 +132,7 @@ public final class Statement {
     @discardableResult
     public func step() throws -> Bool {
         let startsExecution = !needsReset
-        if startsExecution, connection.readsOnly, sqlite3_stmt_readonly(handle) == 0 {
-            throw SQLiteError(code: .readOnly, message: "attempt to write a readonly database: this is a read access", sql: sql)
-        }
+        if startsExecution, connection.readsOnly, sqlite3_stmt_readonly(handle) == 0 { try connection.turnOnQueryOnly() }
         needsReset = true
         let code = sqlite3_step(handle)
         if startsExecution, layoutCache != nil { forgetColumnsIfReprepared() }
