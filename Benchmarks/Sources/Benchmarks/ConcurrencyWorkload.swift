@@ -178,8 +178,11 @@ final class SharedRawConnection: @unchecked Sendable {
             try db.exec("BEGIN")
             defer { try? db.exec("COMMIT") }
             if checkSchemaVersion {
+                // Reset right after the step, as the library does: a statement left on its row
+                // would keep this connection's snapshot after COMMIT.
+                let code = sqlite3_step(schemaVersionStatement)
                 sqlite3_reset(schemaVersionStatement)
-                guard sqlite3_step(schemaVersionStatement) == SQLITE_ROW else { throw db.error(sqlite3_errcode(db.handle), "PRAGMA schema_version") }
+                guard code == SQLITE_ROW else { throw db.error(code, "PRAGMA schema_version") }
             }
             sqlite3_bind_int64(lookupStatement, 1, id)
             defer { sqlite3_reset(lookupStatement) }
