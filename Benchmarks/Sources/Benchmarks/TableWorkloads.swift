@@ -198,7 +198,7 @@ struct TableWorkloads {
             let variants: [(String, String, Target?, (EncryptedDatabase) throws -> [Item])] = [
                 ("2 fetch all, by index", "query { row in row.get(0)… }", .ratioAtMost(1.10), libraryFetchByIndex),
                 ("2 fetch all, by name", "query { row in row.get(\"id\")… }", .ratioAtMost(1.10), libraryFetchByName),
-                ("2 fetch all, Decodable", "query(Item.self, …)", .ratioAtMost(1.5), libraryFetchDecodable),
+                ("2 fetch all, Decodable", "query(Item.self, …)", .ratioAtMost(1.2), libraryFetchDecodable),
                 ("2 fetch all, [Row]", "(query(…) → [Row], then map)", nil, libraryFetchRows),
             ]
             for (name, library, target, fetch) in variants {
