@@ -34,6 +34,13 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // The PKCS#11 header (p11-kit's, from libp11-kit-dev) for tokens and HSMs, with nothing to link:
+        // a token's module is loaded at run time (dlopen, C_GetFunctionList).
+        .systemLibrary(
+            name: "CPKCS11",
+            pkgConfig: "p11-kit-1",
+            providers: [.apt(["libp11-kit-dev"])]
+        ),
         // The layers, bottom up. Each target depends only on targets above it in this list, so
         // the compiler rejects a cycle or a layer that reaches up (see the Architecture article).
         //
@@ -65,6 +72,8 @@ let package = Package(
             name: "KeyConfiguration",
             dependencies: [
                 "CipherFormats", "DurableFiles", .product(name: "Yams", package: "Yams"),
+                // PKCS#11 key-encryption keys: the header only; modules are loaded at run time.
+                "CPKCS11",
                 // AES-256-GCM and PBKDF2-HMAC-SHA512 for key-encryption keys held in this process.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

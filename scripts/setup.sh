@@ -9,6 +9,9 @@
 #   util-linux        setpriv, for the tests that run rekey as an unprivileged user
 #   python3-venv      for sqlcipher3-binary (below)
 #   wrk, curl         the HTTP load generator and client of scripts/load-test.sh (the example service under load)
+#   libp11-kit-dev    the PKCS#11 header (p11-kit's) that PKCS#11 key-encryption keys compile against
+#   softhsm2, opensc  a PKCS#11 token in software and pkcs11-tool, for the PKCS#11 tests and the fleet benchmark
+#   systemd           systemd-creds, for the systemd credentials test (a minimal Debian 13 root lacks it)
 #   the libraries the Swift toolchain runs and links with (their names differ between Debian 12 and 13)
 #   sqlcipher3-binary (PyPI, in .build/sqlcipher4-venv) an independent SQLCipher 4.12 for the interop tests
 # The Swift 6 toolchain itself must already be installed (swift.org) and on PATH.
@@ -26,7 +29,7 @@ case "$release" in
   *)  toolchain=(libcurl4t64 libgcc-14-dev libstdc++-14-dev) ;;   # Debian 13 (64-bit time_t names) and later
 esac
 toolchain+=(binutils git ca-certificates libc6-dev libedit2 libffi8 libncurses6 libsqlite3-0 libuuid1 libxml2 libzstd1 tzdata zlib1g)
-packages=(libsqlcipher-dev libssl-dev pkg-config sqlcipher sqlite3 util-linux python3 python3-venv wrk curl "${toolchain[@]}")
+packages=(libsqlcipher-dev libssl-dev pkg-config sqlcipher sqlite3 util-linux python3 python3-venv wrk curl libp11-kit-dev softhsm2 opensc systemd "${toolchain[@]}")
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -60,8 +60,10 @@ public enum KeyWrappingProblem: Error, Sendable, Equatable, CustomStringConverti
     case saltNeeded
     /// The key-encryption key's own material is not usable (not 32 bytes, say).
     case unusableKeyEncryptionKey(String)
-    /// The key manager failed (a PKCS#11 token, a KMS): its own words, without secrets.
+    /// The key manager failed (a KMS, an app's own KEK): its own words, without secrets.
     case keyManager(String)
+    /// A PKCS#11 token failed: which step, and what to do.
+    case pkcs11(PKCS11Problem)
 
     /// What went wrong, without key material.
     public var description: String {
@@ -74,6 +76,7 @@ public enum KeyWrappingProblem: Error, Sendable, Equatable, CustomStringConverti
         case .saltNeeded: return "a passphrase key-encryption key needs salt: (32 hex digits, e.g. from `openssl rand -hex 16`), written once and never changed"
         case .unusableKeyEncryptionKey(let detail): return "the key-encryption key is not usable: \(detail)"
         case .keyManager(let detail): return detail
+        case .pkcs11(let problem): return problem.description
         }
     }
 }

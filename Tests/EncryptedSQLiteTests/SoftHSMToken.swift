@@ -1,0 +1,104 @@
+import Foundation
+import KeyConfiguration
+import TestSupport
+
+/// SoftHSM2 tokens for this test process: one token folder, with every token and key the PKCS#11
+/// tests use, made by SoftHSM2's own tools before the module is first loaded here.
+///
+/// A PKCS#11 module is loaded and initialized once per process and reads its configuration
+/// (`SOFTHSM2_CONF`) then, so the folder is made once for the whole process and the variable set
+/// before any test loads the module. Tokens are separate where login state matters: PKCS#11 logs
+/// a whole process in to a token, so the wrong-PIN token is one no other test logs in to.
+enum SoftHSMToken {
+    /// Debian's path of the module (package softhsm2).
+    static let module = "/usr/lib/softhsm/libsofthsm2.so"
+    /// The user PIN of every test token (test material only).
+    static let pin = "pkcs11-test-pin-4711"
+    /// A PIN no token has.
+    static let wrongPIN = "pkcs11-wrong-pin-0815"
+    /// The variable the tests' key references read the PIN from.
+    static let pinVariable = "ESQ_TEST_HSM_PIN"
+
+    /// The token most tests use: AES-256 keys `kek-a` and `kek-b` made on the token, `imported`
+    /// (AES-256 from ``importedKey``, to compare with ``LocalKeyEncryptionKey``) and `generic` (a
+    /// generic secret, which AES-GCM refuses).
+    static let mainToken = "esq-main"
+    /// A token no test logs in to with the right PIN.
+    static let pinToken = "esq-pin"
+    /// The bytes of the `imported` key.
+    static let importedKey: [UInt8] = (0..<32).map { UInt8(($0 * 37 + 11) & 0xFF) }
+
+    /// `true` when the module and both tools are installed.
+    static var isInstalled: Bool {
+        FileManager.default.fileExists(atPath: module) && ProcessRunner.which("softhsm2-util") != nil
+            && ProcessRunner.which("pkcs11-tool") != nil
+    }
+
+    /// Whether the PKCS#11 tests run: always under CI (where a missing SoftHSM2 fails them), else
+    /// when it is installed.
+    static var testsEnabled: Bool { isInstalled || ProcessInfo.processInfo.environment["CI"] == "true" }
+
+    /// Why the tokens could not be made.
+    struct SetupFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The configuration file's path, after the tokens were made and `SOFTHSM2_CONF` set in this
+    /// process.
+    /// - Throws: ``SetupFailed`` when SoftHSM2 is missing or a tool fails.
+    static func configuration() throws -> String {
+        try prepared.get()
+    }
+
+    /// The environment of a child process (`rekey`) that uses the tokens: this process's, with
+    /// `SOFTHSM2_CONF` and the PIN variable.
+    static func childEnvironment(pin: String = pin) throws -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["SOFTHSM2_CONF"] = try configuration()
+        environment[pinVariable] = pin
+        return environment
+    }
+
+    /// A reference to key `key` on `token`, its PIN from ``pinVariable``.
+    static func reference(token: String = mainToken, key: String = "kek-a", module: String = module) -> PKCS11KeyReference {
+        PKCS11KeyReference(module: module, tokenLabel: token, keyLabel: key, pin: .environment(pinVariable))
+    }
+
+    private static let folder = NSTemporaryDirectory() + "encryptedsqlite-softhsm-\(getpid())"
+
+    private static let prepared: Result<String, SetupFailed> = Result(catching: {
+        guard isInstalled else {
+            throw SetupFailed(description: "SoftHSM2 is not installed (\(module), softhsm2-util, pkcs11-tool); run scripts/setup.sh, which installs softhsm2 and opensc")
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+        try FileManager.default.createDirectory(atPath: folder + "/tokens", withIntermediateDirectories: true)
+        let configuration = folder + "/softhsm2.conf"
+        try "directories.tokendir = \(folder)/tokens\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["SOFTHSM2_CONF"] = configuration
+        func run(_ tool: String, _ arguments: [String]) throws {
+            let result = try ProcessRunner.run(ProcessRunner.which(tool) ?? tool, arguments, environment: environment)
+            guard result.status == 0 else {
+                throw SetupFailed(description: "\(tool) \(arguments.first ?? "") failed (\(result.status)): \(result.stderr)\(result.stdout)")
+            }
+        }
+        func tool(_ token: String, _ arguments: [String]) throws {
+            try run("pkcs11-tool", ["--module", module, "--token-label", token, "--login", "--pin", pin] + arguments)
+        }
+        for token in [mainToken, pinToken] {
+            try run("softhsm2-util", ["--init-token", "--free", "--label", token, "--so-pin", "so-pin-4711", "--pin", pin])
+        }
+        try tool(mainToken, ["--keygen", "--key-type", "AES:32", "--label", "kek-a"])
+        try tool(mainToken, ["--keygen", "--key-type", "AES:32", "--label", "kek-b"])
+        try tool(mainToken, ["--keygen", "--key-type", "GENERIC:32", "--label", "generic"])
+        try tool(pinToken, ["--keygen", "--key-type", "AES:32", "--label", "kek-a"])
+        let keyFile = folder + "/imported.key"
+        try Data(importedKey).write(to: URL(fileURLWithPath: keyFile))
+        try tool(mainToken, ["--write-object", keyFile, "--type", "secrkey", "--key-type", "AES:32", "--label", "imported"])
+        try FileManager.default.removeItem(atPath: keyFile)
+        setenv("SOFTHSM2_CONF", configuration, 1)
+        atexit { try? FileManager.default.removeItem(atPath: SoftHSMToken.folder) }
+        return configuration
+    }).mapError { $0 as? SetupFailed ?? SetupFailed(description: "\($0)") }
+}
