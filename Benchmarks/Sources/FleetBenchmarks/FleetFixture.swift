@@ -1,0 +1,100 @@
+import CSQLCipher
+import EncryptedSQLite
+import Foundation
+
+/// The fleet's files, made fast outside every timed region: small databases keyed through the
+/// SQLCipher C API (engine-default format, `synchronous = OFF` while making them), and Keys files
+/// written as text.
+enum FleetFixture {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Makes a database at `path` keyed with `key` (a passphrase, or `x'<64 hex>'` for a raw key)
+    /// holding one small table.
+    static func makeDatabase(at path: String, key: String) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let handle else {
+            throw Failure(description: "cannot create \(path)")
+        }
+        defer { sqlite3_close(handle) }
+        let keyed = Array(key.utf8).withUnsafeBytes { sqlite3_key(handle, $0.baseAddress, Int32($0.count)) }
+        guard keyed == SQLITE_OK else { throw Failure(description: "sqlite3_key failed on \(path)") }
+        let sql = "PRAGMA synchronous = OFF; CREATE TABLE notes(id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes(text) VALUES ('tenant note');"
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+            throw Failure(description: "cannot write \(path): \(String(cString: sqlite3_errmsg(handle)))")
+        }
+    }
+
+    /// `x'<64 hex>'`: the data key as SQLCipher's raw-key text.
+    static func rawKeyText(_ key: DataKey) -> String {
+        key.withUnsafeBytes { "x'" + $0.map { String(format: "%02x", $0) }.joined() + "'" }
+    }
+
+    /// `count` random bytes.
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    /// One passphrase KEK of a Keys file: a random passphrase and salt.
+    struct PassphraseKEK {
+        let id: String
+        let passphrase: String
+        let saltBytes: [UInt8]
+        var salt: String { FleetFixture.hex(saltBytes) }
+
+        init(id: String) {
+            self.id = id
+            passphrase = "fleet master " + FleetFixture.hex(FleetFixture.randomBytes(16))
+            saltBytes = FleetFixture.randomBytes(16)
+        }
+    }
+
+    /// One database's key entry: its id and the wrapped value.
+    struct WrappedEntry {
+        let id: String
+        let value: WrappedDataKey
+    }
+
+    /// A Keys file's text: the KEKs, then one `databases:` entry per path with its wrapped keys.
+    static func keysFileText(keyEncryptionKeys: [PassphraseKEK], databases: [(path: String, keys: [WrappedEntry])]) -> String {
+        var text = "key_encryption_keys:\n"
+        for kek in keyEncryptionKeys {
+            text += "  - id: \(kek.id)\n    passphrase: \"\(kek.passphrase)\"\n    salt: \(kek.salt)\n"
+        }
+        text += "databases:\n"
+        text.reserveCapacity(databases.count * 200)
+        for database in databases {
+            text += "  - path: \(database.path)\n    keys:\n"
+            for key in database.keys {
+                text += "      - id: \(key.id)\n        wrapped_by: \(key.value.keyEncryptionKeyID)\n        wrapped_key: \(key.value.text)\n"
+            }
+        }
+        return text
+    }
+
+    /// Replaces `path` with `text` durably: a new temporary (mode 0600) written and flushed,
+    /// renamed over the file, the folder flushed. A crash leaves the old file or the new one.
+    static func replaceDurably(_ path: String, with text: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Failure(description: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            guard count > 0 else { close(descriptor); throw Failure(description: "cannot write \(temporary)") }
+            written += count
+        }
+        bytes.removeAll()
+        guard fsync(descriptor) == 0, close(descriptor) == 0 else { throw Failure(description: "cannot flush \(temporary)") }
+        guard rename(temporary, path) == 0 else { throw Failure(description: "cannot rename \(temporary)") }
+        let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw Failure(description: "cannot open the folder of \(path)") }
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { throw Failure(description: "cannot flush the folder of \(path)") }
+    }
+}
