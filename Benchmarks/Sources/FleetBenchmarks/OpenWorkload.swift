@@ -29,7 +29,7 @@ struct OpenWorkload {
                 try FleetFixture.makeDatabase(at: passphraseFolder + "/db-\(index).sqlite", key: passphrase)
             }
         }
-        print("  made \(count) raw-key and \(passphrases.count) passphrase databases (\(String(format: "%.1f", made)) s for the passphrase ones; not timed below)")
+        say("  made \(count) raw-key and \(passphrases.count) passphrase databases (\(String(format: "%.1f", made)) s for the passphrase ones; not timed below)")
 
         var derive = 0.0
         var perOpen: [Double] = []

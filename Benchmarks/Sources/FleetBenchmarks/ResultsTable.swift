@@ -20,7 +20,7 @@ final class ResultsTable {
 
     func add(_ row: ResultRow) {
         rows.append(row)
-        print(Self.line(row))
+        say(Self.line(row))
     }
 
     static let header = pad("part", 7) + pad("measurement", 68) + pad("value", 14) + pad("target", 22) + pad("met", 5) + "note\n" + String(repeating: "-", count: 130)
@@ -66,4 +66,10 @@ func median(_ samples: [Double]) -> Double {
     guard !sorted.isEmpty else { return .nan }
     let middle = sorted.count / 2
     return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+}
+
+/// Writes a line to standard output at once (unbuffered), so that a long run written to a file
+/// shows its progress.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

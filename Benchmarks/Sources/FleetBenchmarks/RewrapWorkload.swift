@@ -35,7 +35,7 @@ struct RewrapWorkload {
                 }
             }
         }
-        print("  made \(count) databases and their wrapped data keys in \(String(format: "%.1f", made)) s (not timed below)")
+        say("  made \(count) databases and their wrapped data keys in \(String(format: "%.1f", made)) s (not timed below)")
         let text = FleetFixture.keysFileText(keyEncryptionKeys: [kek], databases: entries)
         try FleetFixture.replaceDurably(keysPath, with: text)
         let sample = [1, count / 2, count].map { String(format: "fleet/db-%05d.sqlite", max(1, $0)) }
@@ -64,6 +64,7 @@ struct RewrapWorkload {
         try verify(keysPath: keysPath, sample: sample, sampleBefore: sampleBefore, kek: kek)
 
         try reencrypt(entries: reencryptEntries, kek: firstKEK, rewrap: median(totals))
+        try lookupCost(entries: entries, kek: firstKEK)
     }
 
     static func localKEK(_ kek: FleetFixture.PassphraseKEK) throws -> LocalKeyEncryptionKey {
@@ -117,6 +118,6 @@ struct RewrapWorkload {
             }
             _ = try EncryptedDatabase(path: folder + "/" + path, keys: keys, options: OpenOptions(readOnly: true))
         }
-        print("  checked: \(sample.count) sample databases byte-identical after the rotations, and they open with data keys unwrapped by \(kek.id)")
+        say("  checked: \(sample.count) sample databases byte-identical after the rotations, and they open with data keys unwrapped by \(kek.id)")
     }
 }

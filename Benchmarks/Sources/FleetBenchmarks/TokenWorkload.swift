@@ -15,7 +15,7 @@ struct TokenWorkload {
 
     func run() throws {
         guard FileManager.default.fileExists(atPath: Self.module) else {
-            print("  part c skipped: SoftHSM2 is not installed (\(Self.module)); scripts/setup.sh installs it")
+            say("  part c skipped: SoftHSM2 is not installed (\(Self.module)); scripts/setup.sh installs it")
             return
         }
         let pin = FleetFixture.hex(FleetFixture.randomBytes(8))

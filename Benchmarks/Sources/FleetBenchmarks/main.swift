@@ -26,14 +26,14 @@ defer { try? FileManager.default.removeItem(atPath: folder) }
 
 do {
     let engine = SQLCipherEngine.linked.version
-    print("EncryptedSQLite fleet benchmarks: SQLCipher \(engine) (SQLite \(String(cString: sqlite3_libversion()))), \(ProcessInfo.processInfo.activeProcessorCount) cores")
-    print(ResultsTable.header)
+    say("EncryptedSQLite fleet benchmarks: SQLCipher \(engine) (SQLite \(String(cString: sqlite3_libversion()))), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    say(ResultsTable.header)
     let report = ResultsTable()
     if options.runs("rewrap") { try RewrapWorkload(folder: folder + "/rewrap", options: options, report: report).run() }
     if options.runs("open") { try OpenWorkload(folder: folder + "/open", options: options, report: report).run() }
     if options.runs("token") && options.tokenOpens > 0 { try TokenWorkload(folder: folder + "/token", options: options, report: report).run() }
     try report.writeJSON(to: options.jsonPath, engine: engine, settings: options.settings)
-    print("results: \(options.jsonPath)")
+    say("results: \(options.jsonPath)")
 } catch {
     FileHandle.standardError.write(Data("fleet benchmark failed: \(error)\n".utf8))
     try? FileManager.default.removeItem(atPath: folder)
