@@ -1,4 +1,6 @@
 import CSQLCipher
+import Crypto
+import _CryptoExtras
 import EncryptedSQLite
 import Foundation
 
@@ -50,6 +52,15 @@ enum FleetFixture {
             self.id = id
             passphrase = "fleet master " + FleetFixture.hex(FleetFixture.randomBytes(16))
             saltBytes = FleetFixture.randomBytes(16)
+        }
+
+        /// The same AES key as the library derives (PBKDF2-HMAC-SHA512, its rounds, this salt),
+        /// derived here through swift-crypto, so that the library's per-process cache of derived
+        /// passphrase KEKs stays empty for the timed runs.
+        func derivedOutsideTheLibrary() throws -> LocalKeyEncryptionKey {
+            let derived = try KDF.Insecure.PBKDF2.deriveKey(from: Array(passphrase.utf8), salt: saltBytes, using: .sha512,
+                                                            outputByteCount: DataKey.byteCount, rounds: LocalKeyEncryptionKey.passphraseRounds)
+            return LocalKeyEncryptionKey(id: id, key: try derived.withUnsafeBytes { try DataKey(copying: $0) })
         }
     }
 

@@ -15,7 +15,7 @@ struct OpenWorkload {
         let wrappedFolder = folder + "/open-wrapped", passphraseFolder = folder + "/open-passphrase"
         for path in [wrappedFolder, passphraseFolder] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
         let kek = FleetFixture.PassphraseKEK(id: "kek-open")
-        let setupKEK = KeyEncryptionKeyList([try RewrapWorkload.localKEK(kek)])
+        let setupKEK = KeyEncryptionKeyList([try kek.derivedOutsideTheLibrary()])
         var wrapped: [WrappedDataKey] = []
         for index in 0..<count {
             let dataKey = DataKey.random()

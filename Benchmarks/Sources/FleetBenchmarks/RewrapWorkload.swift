@@ -10,33 +10,44 @@ struct RewrapWorkload {
     let options: FleetOptions
     let report: ResultsTable
 
-    /// Master-key rotations timed, each to a new KEK (kek-1 → kek-2 → kek-3 → kek-4); the median is reported.
+    /// Master-key rotations timed, each from the same Keys file to a new KEK; the median is reported.
     static let rotations = 3
 
     func run() throws {
         let count = options.databases
         try FileManager.default.createDirectory(atPath: folder + "/fleet", withIntermediateDirectories: true)
         let keysPath = folder + "/Keys"
-        var kek = FleetFixture.PassphraseKEK(id: "kek-1")
-        let firstKEK = kek
-        let wrapping = KeyEncryptionKeyList([try Self.localKEK(kek)])
-        var entries: [(path: String, keys: [FleetFixture.WrappedEntry])] = []
+        // Setup wraps with the KEK's key derived here, outside the library: the library keeps each
+        // passphrase KEK it derives for the life of the process, so a KEK it derived in setup
+        // would cost nothing in the timed rotation.
+        let kek = FleetFixture.PassphraseKEK(id: "kek-1")
+        let wrapping = KeyEncryptionKeyList([try kek.derivedOutsideTheLibrary()])
+        var dataKeys: [DataKey] = []
         var reencryptEntries: [(path: String, keys: [FleetFixture.WrappedEntry])] = []
         let made = try seconds {
             for index in 1...count {
                 let path = String(format: "fleet/db-%05d.sqlite", index)
                 let dataKey = DataKey.random()
                 try FleetFixture.makeDatabase(at: folder + "/" + path, key: FleetFixture.rawKeyText(dataKey))
-                let first = FleetFixture.WrappedEntry(id: "data-1", value: try wrapping.wrap(dataKey, dataKeyID: "data-1"))
-                entries.append((path, [first]))
+                dataKeys.append(dataKey)
                 if index <= options.reencryptCount {
+                    let first = FleetFixture.WrappedEntry(id: "data-1", value: try wrapping.wrap(dataKey, dataKeyID: "data-1"))
                     let next = FleetFixture.WrappedEntry(id: "data-2", value: try wrapping.wrap(DataKey.random(), dataKeyID: "data-2"))
                     reencryptEntries.append((path, [first, next]))
                 }
             }
         }
-        say("  made \(count) databases and their wrapped data keys in \(String(format: "%.1f", made)) s (not timed below)")
-        let text = FleetFixture.keysFileText(keyEncryptionKeys: [kek], databases: entries)
+        say("  made \(count) databases in \(String(format: "%.1f", made)) s (not timed below)")
+        /// The fleet's Keys file under a new passphrase KEK (never derived by the library in this process).
+        func fleetKeysFile() throws -> (text: String, kek: FleetFixture.PassphraseKEK, entries: [(path: String, keys: [FleetFixture.WrappedEntry])]) {
+            let kek = FleetFixture.PassphraseKEK(id: "kek-1")
+            let list = KeyEncryptionKeyList([try kek.derivedOutsideTheLibrary()])
+            let entries = try dataKeys.enumerated().map { index, dataKey in
+                (path: String(format: "fleet/db-%05d.sqlite", index + 1), keys: [FleetFixture.WrappedEntry(id: "data-1", value: try list.wrap(dataKey, dataKeyID: "data-1"))])
+            }
+            return (FleetFixture.keysFileText(keyEncryptionKeys: [kek], databases: entries), kek, entries)
+        }
+        let (text, textKEK, entries) = try fleetKeysFile()
         try FleetFixture.replaceDurably(keysPath, with: text)
         let sample = [1, count / 2, count].map { String(format: "fleet/db-%05d.sqlite", max(1, $0)) }
         let sampleBefore = try sample.map { try Data(contentsOf: URL(fileURLWithPath: folder + "/" + $0)) }
@@ -44,29 +55,43 @@ struct RewrapWorkload {
         let size = text.utf8.count
         let parses = try (0..<3).map { _ in try seconds { _ = try KeysFile(yaml: text, path: keysPath, baseDirectory: folder) } }
         report.add(ResultRow(part: "a", name: "Keys file with \(count) wrapped data keys: size", value: Double(size) / 1_048_576, unit: "MiB",
-                            target: "≤ 1 MiB (KeysFile.maximumSize)", met: size <= KeysFile.maximumSize,
-                            note: size > KeysFile.maximumSize ? "KeysFile.load refuses it; parsed here with KeysFile(yaml:)" : ""))
-        report.add(ResultRow(part: "a", name: "Keys file with \(count) wrapped data keys: parse", value: median(parses), unit: "s", note: "median of 3"))
+                             target: "≤ \(KeysFile.maximumSize >> 20) MiB (KeysFile.maximumSize)", met: size <= KeysFile.maximumSize))
+        report.add(ResultRow(part: "a", name: "Keys file with \(count) wrapped data keys: parse (KeysFile(yaml:))", value: median(parses), unit: "s", note: "median of 3"))
 
-        var phases: [[Double]] = []
+        // The library's master-key rotation (what `rekey keys rewrap --new-kek` runs), each time
+        // from a passphrase KEK not yet derived in this process to a new random KEK in a new file.
+        var rotations: [Double] = []
+        var lastKEK = ""
         for round in 1...Self.rotations {
-            let next = FleetFixture.PassphraseKEK(id: "kek-\(round + 1)")
-            phases.append(try rewrap(keysPath: keysPath, from: kek, to: next))
-            kek = next
+            try FleetFixture.replaceDurably(keysPath, with: try fleetKeysFile().text)
+            if !lastKEK.isEmpty { try FileManager.default.removeItem(atPath: folder + "/\(lastKEK).key") }
+            lastKEK = "kek-new-\(round)"
+            var rotation: MasterKeyRotation?
+            rotations.append(try seconds {
+                rotation = try MasterKeyRotation.rewrap(keysFile: keysPath, newKeyEncryptionKey: .init(id: lastKEK), created: nil)
+            })
+            guard rotation?.rewrapped == count else { throw FleetFixture.Failure(description: "MasterKeyRotation rewrapped \(rotation?.rewrapped ?? 0) of \(count)") }
         }
-        let totals = phases.map { $0.reduce(0, +) }
-        let names = ["read and parse the Keys file", "derive the old and the new KEK (2 PBKDF2)", "unwrap and rewrap every data key", "write the Keys file durably"]
-        report.add(ResultRow(part: "a", name: "master-key rotation of \(count) data keys (rewrap)", value: median(totals), unit: "s",
-                            target: "≤ 1 s", met: median(totals) <= 1, note: "median of \(Self.rotations); own loop until MasterKeyRotation lands"))
-        for (index, name) in names.enumerated() {
-            report.add(ResultRow(part: "a", name: "  of which: " + name, value: median(phases.map { $0[index] }), unit: "s"))
-        }
-        try verify(keysPath: keysPath, sample: sample, sampleBefore: sampleBefore, kek: kek)
+        let rewrap = median(rotations)
+        report.add(ResultRow(part: "a", name: "master-key rotation of \(count) data keys (MasterKeyRotation.rewrap)", value: rewrap, unit: "s",
+                             target: "≤ 1 s", met: rewrap <= 1, note: "median of \(Self.rotations); passphrase KEK → new random KEK"))
+        try verify(keysPath: keysPath, sample: sample, sampleBefore: sampleBefore, kekID: lastKEK)
 
-        try reencrypt(entries: reencryptEntries, kek: firstKEK, rewrap: median(totals))
-        try lookupCost(entries: entries, kek: firstKEK)
+        // The same work timed step by step (this benchmark's own loop, to a new passphrase KEK).
+        let fresh = try fleetKeysFile()
+        try FleetFixture.replaceDurably(keysPath, with: fresh.text)
+        let steps = try self.rewrap(keysPath: keysPath, from: fresh.kek, to: FleetFixture.PassphraseKEK(id: "kek-2"))
+        let names = ["read and parse the Keys file", "derive the old and the new KEK (2 PBKDF2)", "unwrap and rewrap every data key", "write the Keys file durably"]
+        report.add(ResultRow(part: "a", name: "the same steps, timed one by one (own loop, 1 run)", value: steps.reduce(0, +), unit: "s"))
+        for (index, name) in names.enumerated() {
+            report.add(ResultRow(part: "a", name: "  of which: " + name, value: steps[index], unit: "s"))
+        }
+
+        try reencrypt(entries: reencryptEntries, kek: kek, rewrap: rewrap)
+        try lookupCost(entries: entries, kek: textKEK)
     }
 
+    /// The KEK as the library derives it from the Keys file (PBKDF2 the first time in this process).
     static func localKEK(_ kek: FleetFixture.PassphraseKEK) throws -> LocalKeyEncryptionKey {
         try LocalKeyEncryptionKey(id: kek.id, passphrase: KeyText(kek.passphrase), salt: kek.saltBytes)
     }
@@ -106,18 +131,18 @@ struct RewrapWorkload {
 
     /// After the rotations: the sample databases are byte-identical and open with their key
     /// unwrapped by the last KEK.
-    private func verify(keysPath: String, sample: [String], sampleBefore: [Data], kek: FleetFixture.PassphraseKEK) throws {
+    private func verify(keysPath: String, sample: [String], sampleBefore: [Data], kekID: String) throws {
         let keysFile = try KeysFile(yaml: try String(contentsOfFile: keysPath, encoding: .utf8), path: keysPath, baseDirectory: folder)
         for (path, before) in zip(sample, sampleBefore) {
             guard try Data(contentsOf: URL(fileURLWithPath: folder + "/" + path)) == before else {
                 throw FleetFixture.Failure(description: "\(path) changed during the master-key rotation")
             }
             let keys = try keysFile.keyList(forDatabase: folder + "/" + path)
-            guard case .wrapped(let value) = keysFile.entry(forDatabase: folder + "/" + path)?.keys.last?.source, value.keyEncryptionKeyID == kek.id else {
-                throw FleetFixture.Failure(description: "\(path) is not wrapped by \(kek.id) after the rotation")
+            guard case .wrapped(let value) = keysFile.entry(forDatabase: folder + "/" + path)?.keys.last?.source, value.keyEncryptionKeyID == kekID else {
+                throw FleetFixture.Failure(description: "\(path) is not wrapped by \(kekID) after the rotation")
             }
             _ = try EncryptedDatabase(path: folder + "/" + path, keys: keys, options: OpenOptions(readOnly: true))
         }
-        say("  checked: \(sample.count) sample databases byte-identical after the rotations, and they open with data keys unwrapped by \(kek.id)")
+        say("  checked: \(sample.count) sample databases byte-identical after the rotations, and they open with data keys unwrapped by \(kekID)")
     }
 }
