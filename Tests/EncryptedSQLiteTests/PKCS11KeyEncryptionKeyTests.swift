@@ -175,6 +175,35 @@ struct PKCS11KeyEncryptionKeyTests {
         var description: String { rawValue }
     }
 
+    @Test("a token found by its slot id (as softhsm2-util --show-slots lists it) wraps like by its label; an empty slot id is not found")
+    func slotID() throws {
+        _ = try SoftHSMToken.configuration()
+        let tool = try #require(ProcessRunner.which("softhsm2-util"))
+        let listing = try ProcessRunner.run(tool, ["--show-slots"], environment: try SoftHSMToken.childEnvironment()).stdout
+        // "Slot <id>" lines, each followed by its token's "Label: <label>".
+        var slot: UInt?
+        var current: UInt?
+        for line in listing.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            if line.hasPrefix("Slot "), let id = UInt(line.dropFirst(5)) { current = id }
+            if line.hasPrefix("Label:"), line.dropFirst(6).trimmingCharacters(in: .whitespaces) == SoftHSMToken.mainToken { slot = current }
+        }
+        var reference = SoftHSMToken.reference()
+        reference.tokenLabel = nil
+        let found: UInt = try #require(slot, "no slot for \(SoftHSMToken.mainToken) in: \(listing)")
+        reference.slot = found
+        let bySlot = try PKCS11KeyEncryptionKey(id: "hsm", reference: reference, environment: environment)
+        let context = KeyWrappingContext(dataKeyID: "data-1", keyEncryptionKeyID: "hsm")
+        let dataKey = DataKey.random()
+        #expect(Self.bytes(try kek().unwrap(try bySlot.wrap(dataKey, context: context), context: context)) == Self.bytes(dataKey))
+        reference.slot = 4_000_000_000
+        #expect {
+            try PKCS11KeyEncryptionKey(id: "hsm", reference: reference, environment: environment)
+        } throws: { error in
+            guard case .pkcs11(.tokenNotFound(let token, _, let found))? = error as? KeyWrappingProblem else { return false }
+            return token == "in slot 4000000000" && found.contains(SoftHSMToken.mainToken)
+        }
+    }
+
     @Test("a locked PIN and every other problem tell what to do (SoftHSM2 never locks a PIN, so this is the text alone)")
     func descriptions() {
         #expect(PKCS11Problem.pinLocked(token: "\"app\"").description.contains("security officer must unlock it"))

@@ -28,6 +28,22 @@ enum FleetFixture {
         }
     }
 
+    /// Opens `path` through the SQLCipher C API with `key`, reads its row count and closes it.
+    static func openWithEngine(_ path: String, key: String) throws {
+        var handle: OpaquePointer?
+        guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let handle else {
+            throw Failure(description: "cannot open \(path)")
+        }
+        defer { sqlite3_close(handle) }
+        _ = Array(key.utf8).withUnsafeBytes { sqlite3_key(handle, $0.baseAddress, Int32($0.count)) }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, "SELECT count(*) FROM notes", -1, &statement, nil) == SQLITE_OK else {
+            throw Failure(description: "\(path) does not open with its key")
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW, sqlite3_column_int(statement, 0) == 1 else { throw Failure(description: "\(path): wrong row count") }
+    }
+
     /// `x'<64 hex>'`: the data key as SQLCipher's raw-key text.
     static func rawKeyText(_ key: DataKey) -> String {
         key.withUnsafeBytes { "x'" + $0.map { String(format: "%02x", $0) }.joined() + "'" }

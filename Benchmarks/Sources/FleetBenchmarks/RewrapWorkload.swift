@@ -10,7 +10,8 @@ struct RewrapWorkload {
     let options: FleetOptions
     let report: ResultsTable
 
-    /// Master-key rotations timed, each from the same Keys file to a new KEK; the median is reported.
+    /// Master-key rotations timed, each from a Keys file under a passphrase KEK not yet derived in
+    /// this process to a new random KEK; the median is reported.
     static let rotations = 3
 
     func run() throws {
