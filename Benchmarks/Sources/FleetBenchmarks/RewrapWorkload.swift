@@ -48,7 +48,7 @@ struct RewrapWorkload {
             }
             return (FleetFixture.keysFileText(keyEncryptionKeys: [kek], databases: entries), kek, entries)
         }
-        let (text, textKEK, entries) = try fleetKeysFile()
+        let (text, _, _) = try fleetKeysFile()
         try FleetFixture.replaceDurably(keysPath, with: text)
         let sample = [1, count / 2, count].map { String(format: "fleet/db-%05d.sqlite", max(1, $0)) }
         let sampleBefore = try sample.map { try Data(contentsOf: URL(fileURLWithPath: folder + "/" + $0)) }
@@ -89,7 +89,6 @@ struct RewrapWorkload {
         }
 
         try reencrypt(entries: reencryptEntries, kek: kek, rewrap: rewrap)
-        try lookupCost(entries: entries, kek: textKEK)
     }
 
     /// The KEK as the library derives it from the Keys file (PBKDF2 the first time in this process).
