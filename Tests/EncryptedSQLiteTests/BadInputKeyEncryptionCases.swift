@@ -56,12 +56,32 @@ let keyEncryptionMatrixCases: [String: @Sendable (MatrixContext) throws -> Matri
         let (keks, _) = try TestKEK.hexKEK(c, id: "kek-a")
         return try c.keyEncryptionCase(keks: keks, wrapped: "      - id: data-1\n        wrapped_by: kek-a\n        wrapped_key: \"not*base64!\"\n", mustName: [c.keysPath, "data-1"])
     },
+    "keys.pkcs11WrongPIN": { c in try c.pkcs11Case(token: SoftHSMToken.pinToken, key: "kek-a", pin: SoftHSMToken.wrongPIN, mustName: ["hsm-1", SoftHSMToken.pinToken]) },
+    "keys.pkcs11NoModule": { c in
+        try c.pkcs11Case(module: c.directory.file("no-such-module.so"), token: SoftHSMToken.mainToken, key: "kek-a", mustName: ["hsm-1", c.directory.file("no-such-module.so")])
+    },
+    "keys.pkcs11NoToken": { c in try c.pkcs11Case(token: "no-such-token", key: "kek-a", mustName: ["hsm-1", "no-such-token"]) },
+    "keys.pkcs11NoKey": { c in try c.pkcs11Case(token: SoftHSMToken.mainToken, key: "no-such-key", mustName: ["hsm-1", "no-such-key"]) },
     "keys.credentialOutsideService": { c in
         try c.keyEncryptionCase(keks: nil, wrapped: "      - id: data-1\n        credential: app-db-key\n        format: hex\n", mustName: [c.db, "data-1", "app-db-key"])
     },
 ]
 
 extension MatrixContext {
+    /// A Keys file whose wrapped data key names a PKCS#11 KEK on a SoftHSM2 token of this test
+    /// process (``SoftHSMToken``), its PIN from the environment given to the open; the PIN is one
+    /// of the secrets no message may hold.
+    func pkcs11Case(module: String = SoftHSMToken.module, token: String, key: String, pin: String = SoftHSMToken.pin, mustName: [String]) throws -> MatrixOutcome {
+        guard SoftHSMToken.testsEnabled else { return .skip("SoftHSM2 is not installed (scripts/setup.sh installs it)") }
+        _ = try SoftHSMToken.configuration()
+        _ = secret(pin)
+        let value = WrappedDataKey(bytes: TestKEK.randomBytes() + TestKEK.randomBytes().prefix(28), wrappedBy: "hsm-1")
+        let keks = "  - id: hsm-1\n    pkcs11:\n      module: \(module)\n      token: \(token)\n      key: \(key)\n      pin_env: \(SoftHSMToken.pinVariable)\n"
+        let text = writeKeys(TestKEK.entry(id: "data-1", value))
+        write("key_encryption_keys:\n" + keks + text)
+        return try keysCase(environment: [SoftHSMToken.pinVariable: pin], mustName: mustName)
+    }
+
     /// Writes a Keys file with `keks` (items of `key_encryption_keys:`, or none) and `app.sqlite`'s
     /// good keys followed by `wrapped`, then loads it and opens `app.sqlite` (on a good key).
     func keyEncryptionCase(keks: String?, wrapped: String, mustName: [String]) throws -> MatrixOutcome {
