@@ -1,4 +1,6 @@
+import DurableFiles
 import EncryptedSQLite
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport
@@ -194,5 +196,26 @@ struct KeyEncryptionTests {
         let blocks = article.components(separatedBy: "```swift\n").dropFirst().map { $0.components(separatedBy: "\n```")[0] }
         #expect(!blocks.isEmpty)
         for block in blocks { #expect(source.contains(block), "the article shows code that is not in the example:\n\(block)") }
+    }
+}
+
+/// A KEK that fails to become ready (a token refusing the PIN) is asked once per loaded Keys
+/// file, not once per database: a real token locks its PIN after a few wrong ones.
+@Suite("Key-encryption keys: a failure is kept")
+struct KeyEncryptionFailureTests {
+    @Test("a KEK whose source fails is tried once; every database of the list gets the same error")
+    func failureIsKept() throws {
+        let attempts = Locked(0)
+        let failing = KeyEncryptionKeyList(slots: [.init(id: "hsm", source: "test") { (_) throws(KeyConfigurationError) -> any KeyEncryptionKey in
+            attempts.withLock { $0 += 1 }
+            throw .keyEncryptionKeyUnavailable(keyEncryptionKeyID: "hsm", source: "test", problem: .keyManager("refused the user PIN"))
+        }])
+        let value = WrappedDataKey(bytes: Array(repeating: 1, count: 60), wrappedBy: "hsm")
+        for database in ["a", "b", "c"] {
+            #expect(throws: KeyConfigurationError.self) {
+                try KeyList(database: database, keys: [DatabaseKey(id: "d", source: .wrapped(value))], keyEncryptionKeys: failing)
+            }
+        }
+        #expect(attempts.withLock { $0 } == 1)
     }
 }

@@ -14,12 +14,14 @@ import Foundation
 /// let wrapped = try keks.wrap(DataKey.random(), dataKeyID: "data-2026")
 /// ```
 public struct KeyEncryptionKeyList: Sendable, CustomStringConvertible {
-    /// One KEK: resolved on first use, then kept.
+    /// One KEK: resolved on first use, then kept, and so is a failure: a token that refused the
+    /// PIN is not asked again for every database of the file (each wrong PIN brings a real token
+    /// closer to locking it).
     final class Slot: Sendable {
         let id: String
         let source: String
         private let resolve: @Sendable ([String: String]?) throws(KeyConfigurationError) -> any KeyEncryptionKey
-        private let resolved = Locked<(any KeyEncryptionKey)?>(nil)
+        private let resolved = Locked<Result<any KeyEncryptionKey, KeyConfigurationError>?>(nil)
 
         init(id: String, source: String, resolve: @escaping @Sendable ([String: String]?) throws(KeyConfigurationError) -> any KeyEncryptionKey) {
             self.id = id
@@ -29,10 +31,10 @@ public struct KeyEncryptionKeyList: Sendable, CustomStringConvertible {
 
         func key(environment: [String: String]?) throws(KeyConfigurationError) -> any KeyEncryptionKey {
             try resolved.withLock { (slot) throws(KeyConfigurationError) -> any KeyEncryptionKey in
-                if let key = slot { return key }
-                let key = try resolve(environment)
-                slot = key
-                return key
+                if let kept = slot { return try kept.get() }
+                let result = Result { () throws(KeyConfigurationError) in try resolve(environment) }
+                slot = result
+                return try result.get()
             }
         }
     }
