@@ -102,13 +102,18 @@ struct AsyncOverloadTests {
         let checkouts = products.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("checkouts")
         let moduleMaps = [
             packageRoot.appendingPathComponent("Sources/CSQLCipher"), packageRoot.appendingPathComponent("Sources/COpenSSLCrypto"),
+            packageRoot.appendingPathComponent("Sources/CPKCS11"),
             checkouts.appendingPathComponent("swift-crypto/Sources/CCryptoBoringSSL/include"),
             checkouts.appendingPathComponent("swift-crypto/Sources/CCryptoBoringSSLShims/include"),
             checkouts.appendingPathComponent("Yams/Sources/CYaml/include"),
         ].flatMap { ["-Xcc", "-fmodule-map-file=\($0.appendingPathComponent("module.modulemap").path)"] }
+        // The system libraries' own header folders (p11-kit's pkcs11.h), as SwiftPM finds them.
+        let pkgConfig = try #require(ProcessRunner.which("pkg-config"))
+        let headerFolders = try ProcessRunner.run(pkgConfig, ["--cflags", "p11-kit-1"]).stdout
+            .split(whereSeparator: \.isWhitespace).flatMap { ["-Xcc", String($0)] }
         let swiftc = try #require(ProcessRunner.which("swiftc"))
         let result = try ProcessRunner.run(
-            swiftc, ["-typecheck", "-swift-version", "6", "-I", products.appendingPathComponent("Modules").path] + moduleMaps + [file])
+            swiftc, ["-typecheck", "-swift-version", "6", "-I", products.appendingPathComponent("Modules").path] + moduleMaps + headerFolders + [file])
         #expect(!result.stderr.contains("no such module"), "\(result.stderr)")
         return result.stdout + result.stderr
     }
