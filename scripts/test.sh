@@ -78,10 +78,10 @@ host_suite() {
   fi
   if [ "${TSAN:-1}" != 0 ]; then
     # The suites whose code shares state between threads: the reader pool, transactions, the page
-    # re-encryption's workers and write-behind syncs, following a rotation made elsewhere.
+    # re-encryption's workers and write-behind syncs, following a rotation made elsewhere, group commit.
     phase "SQLCipher $engine: ThreadSanitizer (concurrency, transactions, page re-encryption workers, catch-up)" \
       swift test --sanitize=thread --scratch-path .build-tsan \
-        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests|ReaderPoolFormatTests"
+        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests"
   fi
 }
 

@@ -42,7 +42,8 @@ extension EncryptedDatabase {
     /// The async `write(_:)`: queues the closure for the writer queue, where it runs alone or, with
     /// ``OpenOptions/groupCommit``, in one transaction with the other writes waiting then.
     func enqueueWrite<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await withUnsafeThrowingContinuation { continuation in
+        // Checked, as in `run(on:_:)`: ThreadSanitizer does not see the unchecked form's ordering.
+        try await withCheckedThrowingContinuation { continuation in
             let box = ValueBox<T>()
             pendingWrites.append(PendingWrite(
                 run: { db in box.value = try body(db) },
