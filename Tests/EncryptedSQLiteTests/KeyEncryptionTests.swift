@@ -93,6 +93,33 @@ struct KeyEncryptionTests {
         #expect(try Fixture.digest(of: path, with: keys) == before)
     }
 
+    @Test("a wrapped data key with non-default cipher settings (8 KiB pages) in WAL mode with a reader pool: rotation to it, then 4 pooled reads at once; the shell opens the file with the data key and those settings only")
+    func wrappedKeyWithSettingsAndPool() throws {
+        let directory = TemporaryDirectory("wrapped-pool")
+        let path = directory.file("app.sqlite")
+        let old = TestKeys.passphrase("old")
+        try Fixture.createWithShell(at: path, key: .passphrase(old), rows: 120, walMode: true)
+        let keks = KeyEncryptionKeyList([LocalKeyEncryptionKey(id: "kek-1", key: DataKey.random())])
+        let dataKey = DataKey.random()
+        let keys = try KeyList(database: path, keys: [
+            DatabaseKey(id: "old", source: .passphrase(old)),
+            DatabaseKey(id: "data-1", source: .wrapped(try keks.wrap(dataKey, dataKeyID: "data-1")), cipher: CipherSettings(pageSize: 8192)),
+        ], keyEncryptionKeys: keks)
+        let database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(concurrentReaders: 4))
+        #expect(database.report.isOnCurrentKey && database.report.rotated)
+        let counts = Locked<[Int]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let count = try? database.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) }
+            counts.withLock { $0.append(count ?? -1) }
+        }
+        #expect(counts.withLock { $0 } == [120, 120, 120, 120])
+        let settings = "PRAGMA cipher_page_size = 8192;\n"
+        let withSettings = try SQLCipherShell.run(path, key: nil, ShellKey.hex(hexDigits(of: dataKey)).pragma + "\n" + settings + "SELECT count(*) FROM people;")
+        #expect(withSettings.stdout == "120\n", "\(withSettings.stderr)")
+        #expect(try !SQLCipherShell.opens(path, with: .hex(hexDigits(of: dataKey))), "the default page size does not open it")
+        #expect(try !SQLCipherShell.opens(path, with: .passphrase(old)))
+    }
+
     @Test("an app's own KEK through the protocol (external: in the Keys file): each wrapped value is unwrapped once per loaded Keys file, however many databases share it")
     func externalKEKUnwrapsOnce() throws {
         let directory = TemporaryDirectory("external-kek")
