@@ -5,7 +5,9 @@
 //   crash-harness write <database>     commits rows 1, 2, 3, … to `ledger`, one transaction each,
 //                                      printing "committed N" after each commit returns; when its
 //                                      connection stops working (another process rotated the file),
-//                                      it opens the file again with the key list and goes on
+//                                      it opens the file again with the key list and goes on; with
+//                                      HARNESS_BACKGROUND=1 it rotates the file itself in the
+//                                      background meanwhile and prints "rotated <method>" at the end
 //   crash-harness modes <database> wal|delete
 //                                      creates the database in that journal mode and writes to it,
 //                                      printing "<suffix> <octal mode>" for the database ("db") and
@@ -92,8 +94,12 @@ default:
     } catch {
         fail(error)
     }
-    // The writer never rotates: the rotation is the other process's job.
-    let options = OpenOptions(rotateToCurrentKey: false, busyTimeout: .seconds(10))
+    // The writer never rotates: the rotation is the other process's job. With HARNESS_BACKGROUND=1
+    // it is a service that rotates its own file in the background while it writes
+    // (OpenOptions.backgroundRotation), printing "rotated <method>" when the rotation ends.
+    let background = ProcessInfo.processInfo.environment["HARNESS_BACKGROUND"] == "1"
+    var options = OpenOptions(rotateToCurrentKey: background, busyTimeout: .seconds(10))
+    options.backgroundRotation = background
     func open() -> EncryptedDatabase {
         while true {
             if let database = try? EncryptedDatabase(path: path, keys: keys, options: options) { return database }
@@ -101,6 +107,14 @@ default:
         }
     }
     var database = open()
+    if let rotation = database.backgroundRotation {
+        let database = database
+        Thread {
+            while !rotation.state.isFinal { usleep(1000) }
+            let method = database.report.rotation.map { $0.method.rawValue } ?? "\(rotation.state)"
+            FileHandle.standardOutput.write(Data("rotated \(method)\n".utf8))
+        }.start()
+    }
     var next = 1
     while true {
         do {

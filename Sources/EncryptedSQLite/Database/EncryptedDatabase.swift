@@ -35,11 +35,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     public var keys: KeyList { keysLock.withLock { currentKeys } }
     /// The migrations the open applied, in order (empty without a migrator).
     public let appliedMigrations: [String]
-    private let source: KeyListSource
-    private let options: OpenOptions
+    let source: KeyListSource
+    let options: OpenOptions
     let readers: ReaderPool?
-    private let setup: ConnectionSetup
-    private let logger: Logger
+    let setup: ConnectionSetup
+    let logger: Logger
     /// Run the async overloads' work off the cooperative pool: pooled reads on `queue`, writes
     /// (and reads on the writer) one after another on `writerQueue`'s one thread.
     let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
@@ -48,13 +48,15 @@ public final class EncryptedDatabase: @unchecked Sendable {
     var groupCommit: Bool { options.groupCommit }
     private let reentrancy = ReentrancyGuard()
     // Invariant: `writer`, `writerKey` and `currentReport` are only touched with `writerLock` held.
-    private let writerLock = NSLock()
-    private var writer: Connection
-    private var writerKey: ResolvedKey
-    private var currentReport: OpenReport
+    let writerLock = NSLock()
+    var writer: Connection
+    var writerKey: ResolvedKey
+    var currentReport: OpenReport
     // Apart from `writerLock`, so that `keys` can be read from inside an access closure.
-    private let keysLock = NSLock()
-    private var currentKeys: KeyList
+    let keysLock = NSLock()
+    var currentKeys: KeyList
+    /// The rotation running in the background, if any (``OpenOptions/backgroundRotation``).
+    let backgroundSlot = BackgroundRotationSlot()
 
     /// Opens (and, unless disabled, rotates, then migrates) the database at `path`.
     ///
@@ -124,7 +126,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     }
 
     private init(path: String, source: KeyListSource, options: OpenOptions, migrator: DatabaseMigrator?) throws(EncryptedDatabaseError) {
-        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try ConcurrentOpen(path: path, source: source, options: options).open() }
+        // With background rotation, the open hands out the file on whichever key opened it and
+        // the rotation runs after the init returns.
+        var openOptions = options
+        if options.backgroundRotation && !options.readOnly { openOptions.rotateToCurrentKey = false }
+        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try ConcurrentOpen(path: path, source: source, options: openOptions).open() }
         let setup = ConnectionSetup(options: options)
         do {
             try setup.runOnWriter(opened.connection, path: path)
@@ -153,6 +159,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
         currentReport = opened.report
         self.setup = setup
         readers = try Self.makeReaderPool(writer: opened.connection, key: opened.key, path: path, options: options, setup: setup)
+        if options.backgroundRotation, options.rotateToCurrentKey, !options.readOnly, !keys.isCurrent(opened.key) {
+            startBackgroundRotation(keys: keys)
+        }
     }
 
     /// Closes the writer and every reader. (Cached statements hold their connection, so
@@ -256,62 +265,6 @@ public final class EncryptedDatabase: @unchecked Sendable {
         }
     }
 
-    // MARK: Rotation
-
-    /// Rotates the file to the current key if it is not on it yet (for databases opened with
-    /// ``OpenOptions/rotateToCurrentKey`` off, or to rotate a running process's file after a key
-    /// was appended to its Keys file or provider).
-    ///
-    /// Reads the key list again first (from the Keys file or provider the database was opened
-    /// with). Holds the writer and drains the reader pool: readers in use finish, all readers are
-    /// closed, and after the rotation they reopen keyed with the new key only. Other processes
-    /// that have the file open follow the rotation by themselves. When another process rotated the
-    /// file meanwhile, this one follows that rotation instead (rotating further only if the file
-    /// is still not on the current key).
-    /// - Returns: the rotation, or `nil` when the file was already on the current key (or another
-    ///   process rotated it).
-    /// - Throws: ``EncryptedDatabaseError`` as for opening; on failure the database stays usable
-    ///   on its old key. When ``OpenOptions/prepareConnection`` throws on the rotated writer, the
-    ///   rotation stands and its error is thrown.
-    @discardableResult
-    public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
-        writerLock.lock()
-        defer { writerLock.unlock() }
-        let keys = try source.load(path: path, afterRotationElsewhere: false)
-        keysLock.withLock { currentKeys = keys }
-        if !writerReadsFile {
-            // Another process rotated the file: follow it (which rotates if still needed).
-            try catchUp(operation: "rotateToCurrentKey")
-            return currentReport.rotation
-        }
-        guard !keys.isCurrent(writerKey) else { return nil }
-        readers?.drain()
-        // Rotate on the connection as the open's rotation gets it: without the setup's foreign keys.
-        try? writer.execute("PRAGMA foreign_keys = OFF")
-        let (rotated, rotation): (Connection, RotationReport)
-        do {
-            (rotated, rotation) = try DatabaseOpener(path: path, keys: keys, options: options).rotate(writer, from: writerKey)
-        } catch {
-            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-            if case .changedByAnotherProcess = error {
-                try catchUp(operation: "rotateToCurrentKey")
-                return currentReport.rotation
-            }
-            // The rotation closed the writer; reopen it on the old key, which still opens the file.
-            if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
-                try? setup.run(on: reopened)
-                writer = reopened
-            }
-            throw error
-        }
-        writer = rotated
-        writerKey = keys.current
-        currentReport = currentReport.with(rotation: rotation)
-        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-        try setup.runOnWriter(rotated, path: path)
-        return rotation
-    }
-
     // MARK: Following rotations made elsewhere
 
     /// The library's own read right after `BEGIN` (and before `writeWithoutTransaction`'s body):
@@ -322,7 +275,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     }
 
     /// `true` when the writer is open and reads the file (with `writerLock` held).
-    private var writerReadsFile: Bool {
+    var writerReadsFile: Bool {
         !writer.isClosed && (try? Self.proveKey(writer)) != nil
     }
 
@@ -352,8 +305,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// progress, rotating if the file is still not on the current key), and swaps the writer and
     /// the readers' key. Does nothing when the writer still reads the file (another thread caught
     /// up first).
-    private func catchUp(operation: String) throws(EncryptedDatabaseError) {
+    func catchUp(operation: String) throws(EncryptedDatabaseError) {
         if writerReadsFile { return }
+        abandonBackgroundRotation(reason: "another process rotated the file")
         let previous = writerKey.id
         logger.notice("the database file was rotated by another process; following the rotation", metadata: [
             "path": "\(path)", "key": "\(previous)", "operation": "\(operation)",

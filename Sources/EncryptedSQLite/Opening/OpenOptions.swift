@@ -44,6 +44,19 @@ public struct OpenOptions: Sendable {
     /// clauses are accepted but not enforced. The migrator turns enforcement off while it migrates
     /// (see the Migrations article).
     public var foreignKeys = true
+    /// When the file is on an older key, hand the database out at once, on that key, and rotate
+    /// the file to the current key in the background while it serves (default `false`: the open
+    /// rotates before it returns, holding the database for the whole rewrite).
+    ///
+    /// The background rotation copies the database page by page into a new file encrypted with
+    /// the current key (SQLite's online backup API on the writer connection), a few milliseconds
+    /// of the writer's time per step; reads and writes go on between the steps and are carried
+    /// into the copy. It then checks the copy on a fresh connection and swaps it in under one
+    /// short lock. It needs free space for a second copy of the file. When another process has the
+    /// file open, or the rotation changes cipher settings, it runs as an ordinary rotation instead
+    /// (``RotationReport/fallbackReason`` says why). Follow it with
+    /// ``EncryptedDatabase/backgroundRotation`` (<doc:KeyRotation>).
+    public var backgroundRotation = false
     /// Let async writes that wait for the writer at the same moment share one transaction and one
     /// commit (default `true`): while one commit waits for the disk, the writes that arrive queue
     /// up, and the next transaction runs them all, each in a savepoint of its own, then commits

@@ -18,6 +18,28 @@ public struct RotationReport: Sendable, Equatable, Codable {
     public let totalDuration: Duration
     /// How the file was rewritten.
     public let method: RotationMethod
+    /// For a rotation run in the background while the database served
+    /// (``OpenOptions/backgroundRotation``): its steps and pauses; `nil` otherwise.
+    public var background: BackgroundRotationFigures? = nil
+    /// Why a rotation asked to run in the background ran as an ordinary rotation instead (another
+    /// process had the file open, a change of cipher settings, …); `nil` otherwise.
+    public var fallbackReason: String? = nil
+}
+
+/// How a background rotation (``OpenOptions/backgroundRotation``) shared the database with the
+/// service while it copied it.
+public struct BackgroundRotationFigures: Sendable, Equatable, Codable {
+    /// The copy steps, each run under the database's writer lock.
+    public let steps: Int
+    /// The longest time one step held the writer lock.
+    public let longestStep: Duration
+    /// The swap: the last pages copied, the copy checked, the new file put in place and opened.
+    /// Every access waited at most this long (plus one step) because of the rotation.
+    public let swapPause: Duration
+    /// From the start of the copy to the end of the swap.
+    public let copyDuration: Duration
+    /// The largest the new file grew beside the old one before the swap (the extra disk space).
+    public let temporaryBytes: Int64
 }
 
 /// How a rotation rewrote the file.
@@ -30,6 +52,9 @@ public enum RotationMethod: String, Sendable, Codable {
     case inPlace
     /// Export to a new file, verification, atomic swap (plaintext, legacy or settings change).
     case export
+    /// Copied page by page into a new file with SQLite's online backup API while the database
+    /// served, then checked and swapped in under a short lock (``OpenOptions/backgroundRotation``).
+    case backgroundCopy
 }
 
 extension RotationMethod {
@@ -39,6 +64,7 @@ extension RotationMethod {
         case .pageReencryption: return "page re-encryption"
         case .inPlace: return "engine rekey"
         case .export: return "export"
+        case .backgroundCopy: return "background copy"
         }
     }
 }

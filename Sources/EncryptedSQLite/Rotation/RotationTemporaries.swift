@@ -11,6 +11,8 @@ import Foundation
 ///   is linked to `<name>-journal` (the database is untouched until then).
 /// - `.<name>.<8 hex>.rekey-backup`: an encrypted backup being written, until it is linked to its
 ///   name (removed by the next backup to that name when its writer died).
+/// - `.<name>.<8 hex>.rekey-online`: a background rotation's copy, until it is renamed over the
+///   database.
 ///
 /// Each is created by a process that holds an exclusive `flock` on it while it lives. A process
 /// killed at the wrong instant leaves one behind; the next open removes it — only when no live
@@ -21,7 +23,8 @@ enum RotationTemporaries {
     static let createSuffix = ".rekey-create"
     static let journalSuffix = ".rekey-journal"
     static let backupSuffix = ".rekey-backup"
-    static let suffixes = [exportSuffix, undoSuffix, createSuffix, journalSuffix, backupSuffix]
+    static let onlineSuffix = ".rekey-online"
+    static let suffixes = [exportSuffix, undoSuffix, createSuffix, journalSuffix, backupSuffix, onlineSuffix]
 
     /// A new name in the folder of `path`: `.<name>.<8 random hex digits><suffix>`.
     static func newPath(for path: String, suffix: String) -> String {

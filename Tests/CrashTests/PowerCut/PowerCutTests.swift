@@ -9,6 +9,8 @@ import TestSupport
 struct PowerCutPath: CustomTestStringConvertible, Sendable {
     enum Kind: String, Sendable {
         case pageReencryption, pageReencryptionWAL, plaintextExport, settingsExport, creation
+        /// ``OpenOptions/backgroundRotation``: the copy beside the file and the swap.
+        case backgroundCopy, backgroundCopyWAL
         /// A 3.x-format file whose current key has no settings, on SQLCipher 4: the export to 4.x.
         case upgradeExport
     }
@@ -23,6 +25,8 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
         case .settingsExport: "export + swap: new cipher settings"
         case .creation: "creation of a new database"
         case .upgradeExport: "export + swap: 3.x file to 4.x (current key without settings)"
+        case .backgroundCopy: "background copy + swap, rollback-journal file"
+        case .backgroundCopyWAL: "background copy + swap, WAL file"
         }
     }
 
@@ -32,14 +36,18 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
         case .pageReencryption, .pageReencryptionWAL: .pageReencryption
         case .plaintextExport, .settingsExport, .upgradeExport: .export
         case .creation: nil
+        case .backgroundCopy, .backgroundCopyWAL: .backgroundCopy
         }
     }
+
+    /// Whether the recorded run rotates in the background.
+    var background: Bool { kind == .backgroundCopy || kind == .backgroundCopyWAL }
 
     /// Whether the shell reads and writes the old key's file in the 3.x format.
     var oldIsVersion3: Bool { kind == .upgradeExport }
 
     /// Every path; the 3.x → 4.x export only where the linked engine writes 4.x by default.
-    static let all: [PowerCutPath] = ([.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation]
+    static let all: [PowerCutPath] = ([.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation, .backgroundCopy, .backgroundCopyWAL]
         + (SQLCipherEngine.linked.major >= 4 ? [.upgradeExport] : [])).map(PowerCutPath.init)
 }
 
@@ -60,8 +68,13 @@ struct PowerCutTests {
         let recorder = PowerCutRecorder(folder: work.path)
         var options = OpenOptions(createIfMissing: path.kind == .creation)
         options.files = recorder.operations()
+        options.backgroundRotation = path.background
         do {
             let database = try EncryptedDatabase(path: work.file("app.sqlite"), keys: setup.keys(at: work.file("app.sqlite")), options: options)
+            if let rotation = database.backgroundRotation {
+                while !rotation.state.isFinal { usleep(2000) }
+                #expect(database.report.rotation?.fallbackReason == nil)
+            }
             #expect(database.report.isOnCurrentKey)
             #expect(database.report.rotation?.method == path.expectedMethod, "the recorded run must take the path under test")
         }
@@ -114,7 +127,7 @@ struct PowerCutTests {
                 expected = ""
             default:
                 let version3 = PowerCutPath(kind: kind).oldIsVersion3
-                try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL, version3: version3)
+                try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 1500, walMode: kind == .pageReencryptionWAL || kind == .backgroundCopyWAL, version3: version3)
                 #expect(try SQLCipherShell.run(path, key: ring.keys[0].shellKey, version3: version3, blobs + " PRAGMA wal_checkpoint(TRUNCATE);").status == 0)
                 expected = try Fixture.digest(of: path, with: ring.only(0, database: path))
             }

@@ -1,0 +1,89 @@
+import Foundation
+
+/// Proof that no process but this one has a file open, held while a file is swapped under its
+/// name: a Linux write lease (`fcntl(F_SETLEASE, F_WRLCK)`), which the kernel grants only while
+/// no other descriptor of the file is open, in any process, this one included.
+///
+/// While the lease is held, another process's `open` of the file waits (up to the kernel's
+/// `lease-break-time`) until it is released. Such an opener already resolved the name to the file
+/// being replaced, so before releasing, the holder makes that file unreadable
+/// (``overwriteStart(bytes:)``): the late opener then fails, instead of reading or writing a file
+/// that is no longer the database.
+///
+/// Open this only when this process holds no descriptor of the file
+/// (``descriptorsInThisProcess(of:)`` is 0): closing a descriptor drops every POSIX lock the
+/// process holds on the file, SQLite's included.
+package final class SoleUseLease {
+    /// What ``acquire(_:)`` found.
+    package enum Outcome {
+        /// No other descriptor of the file is open; the lease is held until ``release()``.
+        case held(SoleUseLease)
+        /// Another descriptor of the file is open (another process has it open).
+        case openElsewhere
+        /// The lease cannot be taken here (not the file's owner and no `CAP_LEASE`, a file system
+        /// without leases), so whether others have the file open cannot be proven.
+        case unprovable(String)
+    }
+
+    private var descriptor: Int32
+
+    private init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit { release() }
+
+    // Linux values (<fcntl.h>, _GNU_SOURCE), which Glibc's module does not export.
+    private static let setLease: Int32 = 1024
+    private static let setSignal: Int32 = 10
+
+    /// Opens `path` and takes a write lease on it.
+    package static func acquire(_ path: String) -> Outcome {
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return .unprovable("cannot open the file: \(String(cString: strerror(errno)))") }
+        // A lease break signals the holder, by default with SIGIO, whose default action ends the
+        // process. SIGURG's default action is to ignore it.
+        _ = fcntl(descriptor, setSignal, SIGURG)
+        if fcntl(descriptor, setLease, Int32(F_WRLCK)) == 0 {
+            return .held(SoleUseLease(descriptor: descriptor))
+        }
+        let code = errno
+        close(descriptor)
+        if code == EAGAIN || code == EBUSY { return .openElsewhere }
+        return .unprovable("the kernel refused a lease (\(String(cString: strerror(code))))")
+    }
+
+    /// Overwrites the first `bytes` bytes of the leased file with zeros and flushes them: for a
+    /// file that was just replaced under its name, so that a process that opened it meanwhile
+    /// finds no database in it.
+    /// - Throws: ``FileSystemError``.
+    package func overwriteStart(bytes: Int) throws(FileSystemError) {
+        let zeros = [UInt8](repeating: 0, count: bytes)
+        let written = zeros.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, bytes, 0) }
+        guard written == bytes else { throw .failed(operation: "overwriting the replaced file's first page", errno: written < 0 ? errno : EIO) }
+        guard fdatasync(descriptor) == 0 else { throw .failed(operation: "flushing the replaced file", errno: errno) }
+    }
+
+    /// Releases the lease and closes the descriptor. Safe to call more than once.
+    package func release() {
+        guard descriptor >= 0 else { return }
+        _ = fcntl(descriptor, Self.setLease, Int32(F_UNLCK))
+        close(descriptor)
+        descriptor = -1
+    }
+
+    /// How many descriptors this process has open on the file at `path` (by device and inode,
+    /// read from `/proc/self/fd` with `stat` only); `nil` when that cannot be read.
+    package static func descriptorsInThisProcess(of path: String) -> Int? {
+        var target = stat()
+        guard stat(path, &target) == 0, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return nil }
+        var count = 0
+        for entry in entries {
+            var status = stat()
+            if stat("/proc/self/fd/" + entry, &status) == 0, status.st_dev == target.st_dev, status.st_ino == target.st_ino {
+                count += 1
+            }
+        }
+        return count
+    }
+}

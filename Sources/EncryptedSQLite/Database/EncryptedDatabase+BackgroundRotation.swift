@@ -1,0 +1,360 @@
+import CipherFormats
+import DurableFiles
+import Foundation
+import KeyConfiguration
+import SQLCipherConnection
+
+/// The background rotation an ``EncryptedDatabase`` runs, and the copy it is writing.
+final class BackgroundRotationSlot: @unchecked Sendable {
+    private let lock = NSLock()
+    // Invariant: only touched with `lock` held.
+    private var current: BackgroundRotation?
+    /// The copy being written. Invariant: only touched with the database's `writerLock` held.
+    var copy: BackgroundCopy?
+
+    var rotation: BackgroundRotation? {
+        get { lock.withLock { current } }
+        set { lock.withLock { current = newValue } }
+    }
+}
+
+extension EncryptedDatabase {
+    // MARK: Background rotation
+
+    /// The rotation running (or last run) in the background: started by the open with
+    /// ``OpenOptions/backgroundRotation``, or by ``rotateInBackground()``; `nil` when none was.
+    public var backgroundRotation: BackgroundRotation? { backgroundSlot.rotation }
+
+    /// Rotates the file to the current key in the background while the database serves (as
+    /// ``OpenOptions/backgroundRotation`` does at the open): for a running service after a key
+    /// was appended to its Keys file or provider.
+    ///
+    /// ```swift
+    /// if let rotation = try database.rotateInBackground() {
+    ///     let report = try await rotation.result()
+    /// }
+    /// ```
+    ///
+    /// Reads the key list again first. Returns the rotation already running if there is one.
+    /// - Returns: the rotation, or `nil` when the file is already on the current key.
+    /// - Throws: ``EncryptedDatabaseError/keyUnavailable(path:reason:)`` when the key list cannot
+    ///   be read again. Failures of the rotation itself are reported by the returned
+    ///   ``BackgroundRotation``.
+    @discardableResult
+    public func rotateInBackground() throws(EncryptedDatabaseError) -> BackgroundRotation? {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        if let running = backgroundSlot.rotation, !running.state.isFinal { return running }
+        let keys = try source.load(path: path, afterRotationElsewhere: false)
+        keysLock.withLock { currentKeys = keys }
+        guard !keys.isCurrent(writerKey) else { return nil }
+        return startBackgroundRotationWithWriterLock(keys: keys)
+    }
+
+    /// Starts the background rotation of a database just opened on an older key.
+    func startBackgroundRotation(keys: KeyList) {
+        writerLock.withLock { _ = startBackgroundRotationWithWriterLock(keys: keys) }
+    }
+
+    private func startBackgroundRotationWithWriterLock(keys: KeyList) -> BackgroundRotation {
+        let rotation = BackgroundRotation(path: path, fromKeyID: writerKey.id, toKeyID: keys.currentID)
+        backgroundSlot.rotation = rotation
+        logger.notice("rotating database key in the background", metadata: ["path": "\(path)", "from": "\(writerKey.id)", "to": "\(keys.currentID)"])
+        // The thread holds the database until the rotation ends.
+        let thread = Thread { self.runBackgroundRotation(rotation, keys: keys) }
+        thread.name = "EncryptedSQLite.backgroundRotation"
+        thread.start()
+        return rotation
+    }
+
+    /// With `writerLock` held: ends the background rotation that is copying, discarding its copy
+    /// (another rotation is about to change the file or the writer).
+    func abandonBackgroundRotation(reason: String) {
+        guard let rotation = backgroundSlot.rotation, !rotation.state.isFinal else { return }
+        backgroundSlot.copy?.discard()
+        backgroundSlot.copy = nil
+        logger.notice("background rotation abandoned", metadata: ["path": "\(path)", "reason": "\(reason)"])
+        rotation.update(.abandoned(reason: reason))
+    }
+
+    /// Runs `body` holding `writerLock`, with its typed error.
+    private func withWriterLock<T>(_ body: () throws(EncryptedDatabaseError) -> T) throws(EncryptedDatabaseError) -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        return try body()
+    }
+
+    /// Why a rotation from `from` to `to` cannot be copied in the background, or `nil`.
+    static func backgroundIneligibility(from: ResolvedKey, to: ResolvedKey) -> String? {
+        if from.isPlaintext { return "an unencrypted file is encrypted by an export" }
+        if to.cipherKey == nil { return "decrypting a file is done by an export" }
+        if !from.writesSameFormat(as: to) { return "the new key's cipher settings differ from the file's, which an export changes" }
+        return nil
+    }
+
+    /// Tunables of the copy: each step aims at `stepTarget` under the writer lock, then leaves the
+    /// lock free for `stepGap`; the copy's file is flushed to disk every `flushBytes`.
+    private static let stepTarget = Duration.milliseconds(8)
+    private static let stepGap: useconds_t = 1000
+    private static let flushBytes: Int64 = 8 << 20
+
+    /// The background thread's work: copy in steps, then swap (or fall back).
+    private func runBackgroundRotation(_ rotation: BackgroundRotation, keys: KeyList) {
+        let start = Stopwatch()
+        let to = keys.current
+        let from = writerLock.withLock { writerKey }
+        let outcome: BackgroundRotation.State
+        if let reason = Self.backgroundIneligibility(from: from, to: to) ?? spaceProblem() {
+            outcome = fallBack(rotation, keys: keys, reason: reason)
+        } else {
+            do {
+                outcome = try copyAndSwap(rotation, keys: keys, from: from, since: start)
+            } catch {
+                // The copy is of no use now: end it and remove it.
+                let rotatedElsewhere = writerLock.withLock { () -> Bool in
+                    backgroundSlot.copy?.discard()
+                    backgroundSlot.copy = nil
+                    return !writer.isClosed && !writerReadsFile
+                }
+                if rotatedElsewhere {
+                    outcome = .abandoned(reason: "another process rotated the file")
+                } else {
+                    logger.error("background rotation failed; the file stays on its old key", metadata: ["path": "\(path)", "error": "\(error)"])
+                    outcome = .failed(error)
+                }
+            }
+        }
+        if case .finished(let report) = outcome {
+            Telemetry.rotated(method: report.method.rawValue, fromKey: report.fromKeyID, toKey: report.toKeyID, bytes: report.bytes, duration: report.totalDuration)
+        }
+        rotation.update(outcome)
+    }
+
+    /// Why there is no room for the copy, or `nil`.
+    private func spaceProblem() -> String? {
+        let size = FileSystem.size(of: path) ?? 0
+        let needed = size + size / 16 + 1 << 20
+        if let available = FileSystem.availableBytes(at: FileSystem.folder(of: path)), available < needed {
+            return "a second copy of the file needs about \(needed) bytes free, \(available) are available"
+        }
+        return nil
+    }
+
+    /// Runs the ordinary rotation (holding the database for the whole rewrite) and records why.
+    private func fallBack(_ rotation: BackgroundRotation, keys: KeyList, reason: String) -> BackgroundRotation.State {
+        logger.notice("background rotation not possible; rotating in the foreground", metadata: ["path": "\(path)", "reason": "\(reason)"])
+        do {
+            return try withWriterLock { () throws(EncryptedDatabaseError) -> BackgroundRotation.State in
+                guard !rotation.state.isFinal else { return rotation.state }
+                guard let report = try rotateWithWriterLock(keys: keys, fallbackReason: reason) ?? currentReport.rotation else {
+                    return .abandoned(reason: "the file was already on the current key")
+                }
+                return .finished(report)
+            }
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    private enum StepOutcome {
+        case copied(remaining: Int, total: Int)
+        case swapped(RotationReport)
+        case fellBack(reason: String)
+        case ended
+    }
+
+    private func copyAndSwap(_ rotation: BackgroundRotation, keys: KeyList, from: ResolvedKey, since start: Stopwatch) throws(EncryptedDatabaseError) -> BackgroundRotation.State {
+        let copy = try BackgroundCopy.create(path: path, from: from, to: keys.current, busyTimeout: options.busyTimeout, files: options.files)
+        var pages: Int32 = 64
+        var steps = 0
+        var longest = Duration.zero
+        var started = false
+        var unflushed: Int64 = 0
+        var remaining = Int.max
+        while true {
+            let held = Stopwatch()
+            let outcome: StepOutcome = try withWriterLock { () throws(EncryptedDatabaseError) -> StepOutcome in
+                guard !rotation.state.isFinal else { return .ended }
+                guard writerKey.id == from.id, !writer.isClosed else {
+                    copy.discard()
+                    return .ended
+                }
+                if rotation.isCancelled {
+                    abandonBackgroundRotation(reason: "cancelled")
+                    return .ended
+                }
+                if !started {
+                    try copy.attach(to: writer)
+                    backgroundSlot.copy = copy
+                    started = true
+                }
+                // The last pages are copied in the swap, under this same lock, so that no write
+                // can land between the end of the copy and the swap.
+                if remaining <= Int(pages) {
+                    let figures = (steps: steps, longest: longest, start: start)
+                    return try swapWithWriterLock(copy, keys: keys, from: from, figures: figures)
+                }
+                _ = try copy.step(pages: pages)
+                steps += 1
+                if copy.remaining == 0 {
+                    // The copy finished inside this step (the file is smaller than one step): swap now.
+                    return try swapWithWriterLock(copy, keys: keys, from: from, figures: (steps: steps, longest: longest, start: start))
+                }
+                unflushed += Int64(pages) * Int64(copy.key.cipher.effective.pageSize ?? 4096)
+                // Flush before the swap too, so that the swap's own flush has little left to write.
+                if unflushed >= Self.flushBytes || copy.remaining <= 2 * Int(pages) {
+                    try copy.flushCache()
+                    unflushed = Self.flushBytes
+                }
+                return .copied(remaining: copy.remaining, total: copy.pageCount)
+            }
+            let elapsed = held.elapsed
+            switch outcome {
+            case .ended:
+                return rotation.state.isFinal ? rotation.state : .abandoned(reason: "another rotation changed the file")
+            case .swapped(let report):
+                return .finished(report)
+            case .fellBack(let reason):
+                return fallBack(rotation, keys: keys, reason: reason)
+            case .copied(let left, let total):
+                longest = max(longest, elapsed)
+                remaining = left
+                if unflushed >= Self.flushBytes {
+                    try copy.synchronize()
+                    unflushed = 0
+                }
+                // Aim each step at `stepTarget`.
+                let scale = Self.stepTarget / max(elapsed, .microseconds(100))
+                pages = Int32(min(max(Double(pages) * min(max(scale, 0.5), 2), 16), 65536))
+                rotation.update(.copying(BackgroundRotationProgress(copiedPages: max(0, total - left), totalPages: total, elapsed: start.elapsed)))
+                usleep(Self.stepGap)
+            }
+        }
+    }
+
+    /// With `writerLock` held: the last pages, the check, the swap. Every access waits meanwhile.
+    private func swapWithWriterLock(_ copy: BackgroundCopy, keys: KeyList, from: ResolvedKey, figures: (steps: Int, longest: Duration, start: Stopwatch)) throws(EncryptedDatabaseError) -> StepOutcome {
+        let pause = Stopwatch()
+        var phases: [String] = []
+        func phase(_ name: String) { phases.append("\(name) \(Int(pause.elapsed.milliseconds))") }
+        readers?.drain()
+        phase("readers")
+        backgroundSlot.copy = nil
+        var swapped = false
+        defer {
+            if !swapped {
+                copy.discard()
+                if writer.isClosed, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
+                    try? setup.run(on: reopened)
+                    writer = reopened
+                }
+                readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
+            }
+        }
+        func step<T>(_ operation: String, _ body: () throws -> T) throws(EncryptedDatabaseError) -> T {
+            do { return try body() } catch { throw EncryptedDatabaseError.from(error, path: path, operation: operation) }
+        }
+        // The facts and the last pages come from one read transaction.
+        let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
+            try writer.transaction(.deferred) { db in
+                let facts = try BackgroundCopy.Facts(db)
+                try copy.complete()
+                return facts
+            }
+        }
+        phase("last pages")
+        let bytes = FileSystem.size(of: copy.temporary) ?? 0
+        try copy.synchronize()
+        phase("flush")
+        let check: String? = switch options.verification {
+        case .quickCheck: "PRAGMA quick_check"
+        case .integrityCheck: "PRAGMA integrity_check"
+        case .schema, .pages: nil
+        }
+        let verifyTime = Stopwatch()
+        try copy.verify(against: original, check: check)
+        let verifyDuration = verifyTime.elapsed
+        phase("check")
+
+        let journalMode = try step("reading the journal mode") { try writer.journalMode() }
+        if journalMode == "wal" {
+            // Every frame into the database file, so that no -wal is left for the new file.
+            let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
+            if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
+        }
+        phase("checkpoint")
+        writer.close()
+        // Closing this process's last connection let SQLite remove the -wal; make that durable
+        // before the new file can appear under the name.
+        if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 0 {
+            return .fellBack(reason: "this process has the file open through another connection")
+        }
+        let folder = FileSystem.folder(of: path)
+        for suffix in ["-wal", "-journal"] where FileSystem.size(of: path + suffix) != nil {
+            guard FileSystem.size(of: path + suffix) == 0 else {
+                throw .ioFailure(path: path, operation: "swapping in the background copy", detail: "the \(suffix) file is not empty after the last connection closed; the database was left on its old key")
+            }
+            try? options.files.fsync(path + suffix)
+        }
+        do {
+            try options.files.fsyncDirectory(folder)
+        } catch {
+            throw .ioFailure(path: path, operation: "flushing the folder before the swap", detail: error.description)
+        }
+        phase("closed")
+        let lease: SoleUseLease
+        switch SoleUseLease.acquire(path) {
+        case .held(let held): lease = held
+        case .openElsewhere: return .fellBack(reason: "another process has the file open")
+        case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
+        }
+        defer { lease.release() }
+        do {
+            try copy.publish()
+        } catch .folderNotSynced(let error) {
+            logger.warning("folder fsync failed after the swap", metadata: ["path": "\(path)", "error": "\(error)"])
+        } catch {
+            throw .ioFailure(path: path, operation: "swapping in the background copy", detail: error.description)
+        }
+        swapped = true
+        // A process whose open waited on the lease holds the replaced file: make it find no
+        // database there rather than a stale one.
+        do {
+            try lease.overwriteStart(bytes: from.cipher.effective.pageSize ?? 4096)
+        } catch {
+            logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        lease.release()
+        phase("swapped")
+
+        let to = keys.current
+        guard let opened = try KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: copy.key) else {
+            throw .verificationFailed(path: path, keyID: to.id, detail: "the swapped-in copy does not open with the new key")
+        }
+        if journalMode == "wal", (try? opened.journalMode()) != "wal" {
+            _ = try? opened.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+        }
+        writer = opened
+        writerKey = to
+        readers?.resume(keyedWith: Self.readerKey(for: to, path: path, options: options))
+        phase("reopened")
+        var report = RotationReport(
+            fromKeyID: from.id, toKeyID: to.id, journalMode: journalMode, bytes: bytes, rekeyDuration: figures.start.elapsed,
+            verifyDuration: verifyDuration, verification: check == nil ? .schema : options.verification,
+            totalDuration: figures.start.elapsed, method: .backgroundCopy)
+        report.background = BackgroundRotationFigures(
+            steps: figures.steps, longestStep: figures.longest, swapPause: pause.elapsed, copyDuration: figures.start.elapsed, temporaryBytes: bytes)
+        currentReport = currentReport.with(rotation: report)
+        do {
+            try setup.runOnWriter(opened, path: path)
+        } catch {
+            logger.error("prepareConnection failed on the rotated writer", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        logger.notice("rotated database key in the background", metadata: [
+            "path": "\(path)", "from": "\(from.id)", "to": "\(to.id)", "steps": "\(figures.steps)",
+            "longest_step_ms": "\(figures.longest.milliseconds)", "swap_ms": "\(pause.elapsed.milliseconds)",
+            "swap_phases_ms": "\(phases.joined(separator: ", "))",
+        ])
+        return .swapped(report)
+    }
+}

@@ -1,0 +1,98 @@
+import DurableFiles
+import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+/// A service that rotates its own file in the background (``OpenOptions/backgroundRotation``)
+/// while it commits rows, killed with SIGKILL at random instants of the copy and the swap.
+@Suite("kill -9 of a service rotating in the background", .serialized)
+struct BackgroundRotationKillTests {
+    /// Trials per journal mode; raise with BACKGROUND_KILL_TRIALS for stress runs.
+    static let trials = Int(ProcessInfo.processInfo.environment["BACKGROUND_KILL_TRIALS"] ?? "") ?? 10
+    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+
+    @Test("every row the service saw committed survives, the file opens with one of the keys, intact, and the next open removes the copy",
+          arguments: ["delete", "wal"])
+    func killedWhileRotating(journalMode: String) throws {
+        let directory = TemporaryDirectory("background-kill")
+        let (old, new) = (TestKeys.hex(), TestKeys.hex())
+        let fixture = directory.file("fixture.sqlite")
+        try WriterKillCheck.makeFixture(at: fixture, oldKeyHex: old, journalMode: journalMode)
+        let baseline = try WriterKillCheck.bigTable(fixture, KeyList(database: fixture, keys: [DatabaseKey(id: "old", source: .hex(old))]))
+
+        let folder = TemporaryDirectory("background-kill-trial")
+        let path = folder.file("app.sqlite")
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
+        let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
+        let service = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
+                                environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new, "HARNESS_BACKGROUND": "1"], directory: folder.path)
+
+        // Calibrate: how long the service takes to end its rotation when nothing interrupts it.
+        try reset(path, from: fixture, in: folder)
+        let calibration = try run(service, killAfter: .seconds(30), stopAtRotated: true)
+        #expect(calibration.rotated == "backgroundCopy", "the service must rotate by the background copy, not \(calibration.rotated ?? "nothing")")
+        let window: ClosedRange<Duration> = .zero...max(calibration.elapsed, .milliseconds(50))
+
+        var random = SeededRandom(seed: Self.seed)
+        var tally = CrashTally(path: "kill -9: service rotating in the background while it writes (\(journalMode))")
+        var rotatedBeforeKill = 0
+        for number in 1...Self.trials {
+            try reset(path, from: fixture, in: folder)
+            let trial = try run(service, killAfter: KillTrial.instant(in: window, random: &random), stopAtRotated: false)
+            if trial.rotated != nil { rotatedBeforeKill += 1 }
+            let verdict = try checker.check(path, committed: trial.committed, trial: "trial \(number)")
+            for problem in verdict.problems { Issue.record("\(problem)") }
+            // The next open (the checker's) removed the dead process's copy.
+            let stray = folder.listing().filter { $0.contains(".rekey-") }
+            if !stray.isEmpty { Issue.record("trial \(number): temporaries left after the next open: \(stray)") }
+            tally.record(verdict.outcome)
+        }
+        print(tally.row)
+        print("\(tally); rotation ended before the kill in \(rotatedBeforeKill) trials; uninterrupted rotation \(Int(window.upperBound.seconds * 1000)) ms, seed \(Self.seed)")
+        #expect(tally.unopenable == 0)
+        #expect(tally.checksumMismatches == 0)
+        #expect(tally.trials == Self.trials)
+    }
+
+    /// Runs the service, kills it after `delay` (or, with `stopAtRotated`, as soon as it reports
+    /// the rotation's end), and returns the rows it reported committed.
+    private func run(_ service: KillTrial, killAfter delay: Duration, stopAtRotated: Bool) throws -> (committed: Set<Int>, rotated: String?, elapsed: Duration) {
+        let pipe = Pipe()
+        let process = service.start(output: pipe.fileHandleForWriting)
+        let start = ContinuousClock.now
+        try process.run()
+        try pipe.fileHandleForWriting.close()
+        let lines = Locked<[String]>([])
+        let rotatedAt = Locked<Duration?>(nil)
+        let reader = Thread {
+            var buffer = Data()
+            while true {
+                let chunk = pipe.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                while let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<end], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...end)
+                    if line.hasPrefix("rotated ") { rotatedAt.withLock { $0 = $0 ?? ContinuousClock.now - start } }
+                    lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        reader.start()
+        let deadline = ContinuousClock.now + delay
+        while ContinuousClock.now < deadline && !(stopAtRotated && rotatedAt.withLock({ $0 }) != nil) { usleep(500) }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        while !reader.isFinished { usleep(1000) }
+        let all = lines.withLock { $0 }
+        let committed = Set(all.compactMap { $0.hasPrefix("committed ") ? Int($0.dropFirst(10)) : nil })
+        let rotated = all.first { $0.hasPrefix("rotated ") }.map { String($0.dropFirst(8)) }
+        return (committed, rotated, rotatedAt.withLock { $0 } ?? (ContinuousClock.now - start))
+    }
+
+    private func reset(_ path: String, from fixture: String, in folder: TemporaryDirectory) throws {
+        for name in folder.listing() { try FileManager.default.removeItem(atPath: folder.file(name)) }
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+    }
+}

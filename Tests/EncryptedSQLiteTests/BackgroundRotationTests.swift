@@ -1,0 +1,138 @@
+@testable import EncryptedSQLite
+import Foundation
+import Testing
+import TestSupport
+
+/// A database opened on an older key with ``OpenOptions/backgroundRotation``: it serves at once,
+/// and the file ends up on the current key only, with every write made meanwhile.
+@Suite("Background rotation")
+struct BackgroundRotationTests {
+    /// A shell-made fixture on key 1 of `ring`, grown with `blobs` 4 KiB blobs so that the copy
+    /// takes many steps. Returns the rows of `people`.
+    static func makeFile(at path: String, ring: TestKeyring, walMode: Bool, blobs: Int = 3000) throws {
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, rows: 2000, walMode: walMode)
+        let database = try EncryptedDatabase(path: path, keys: ring.only(0, database: path))
+        try database.write { db in
+            try db.execute("CREATE TABLE filler(id INTEGER PRIMARY KEY, body BLOB)")
+            try db.execute("CREATE TABLE ledger(id INTEGER PRIMARY KEY, writer INTEGER, body TEXT)")
+            try db.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(blobs)) INSERT INTO filler(body) SELECT randomblob(4000) FROM n")
+        }
+    }
+
+    @Test("serves at once on the old key, rotates while 4 tasks write and read, keeps every write", arguments: [false, true])
+    func servesWhileRotating(walMode: Bool) async throws {
+        let directory = TemporaryDirectory("background")
+        let ring = TestKeyring([.passphrase, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: walMode)
+        var options = OpenOptions(concurrentReaders: walMode ? 2 : 0)
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        #expect(database.report.openedWithKeyID == "k1")
+        #expect(!database.report.rotated, "the open must not rotate in the foreground")
+        let rotation = try #require(database.backgroundRotation)
+
+        // 4 tasks write a ledger row each 2 ms and read counts until the rotation has ended.
+        let committed = try await withThrowingTaskGroup(of: Int.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    var rows = 0
+                    while !rotation.state.isFinal || rows < 20 {
+                        let row = rows
+                        try await database.write { db in
+                            try db.execute("INSERT INTO ledger(writer, body) VALUES (?, ?)", [writer, "row \(row)"])
+                        }
+                        rows += 1
+                        _ = try await database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) }
+                        try await Task.sleep(for: .milliseconds(2))
+                    }
+                    return rows
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let report = try await rotation.result()
+        #expect(report.method == .backgroundCopy)
+        #expect(report.fallbackReason == nil)
+        #expect(report.fromKeyID == "k1" && report.toKeyID == "k2")
+        let figures = try #require(report.background)
+        #expect(figures.steps > 1, "a 12 MB file should take more than one step")
+        #expect(database.report.rotation == report)
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM ledger", as: Int.self) } == committed)
+        #expect(try await database.read { try $0.journalMode() } == (walMode ? "wal" : "delete"))
+        // Writes go on after the swap.
+        try await database.write { try $0.execute("INSERT INTO ledger(writer, body) VALUES (9, 'after')") }
+
+        // The file, as an independent tool sees it.
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        let shell = try SQLCipherShell.run(path, key: ring.keys[1].shellKey, "PRAGMA user_version; PRAGMA application_id; SELECT count(*) FROM people; SELECT count(*) FROM filler; SELECT count(*) FROM ledger; PRAGMA quick_check;")
+        #expect(shell.stdout.split(separator: "\n").map(String.init) == ["42", "1234567", "2000", "3000", "\(committed + 1)", "ok"])
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".rekey-") }
+        #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
+    }
+
+    @Test("another process has the file open: an ordinary rotation instead, with the reason in the report")
+    func otherProcessFallsBack() async throws {
+        let directory = TemporaryDirectory("background-other")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: false, blobs: 200)
+        // A process that only holds the file open, as an idle connection in rollback mode does.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+        holder.arguments = ["-c", "exec 3<\"$1\"; echo ready; sleep 60", "holder", path]
+        let pipe = Pipe()
+        holder.standardOutput = pipe
+        try holder.run()
+        defer { holder.terminate() }
+        _ = pipe.fileHandleForReading.availableData  // "ready": the descriptor is open
+
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let rotation = try #require(database.backgroundRotation)
+        let report = try await rotation.result()
+        #expect(report.method == .pageReencryption)
+        #expect(report.fallbackReason == "another process has the file open")
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
+    }
+
+    @Test("cancel leaves the file on its old key, intact, without temporaries")
+    func cancel() async throws {
+        let directory = TemporaryDirectory("background-cancel")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: false, blobs: 6000)
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let rotation = try #require(database.backgroundRotation)
+        rotation.cancel()
+        await #expect(throws: EncryptedDatabaseError.self) { try await rotation.result() }
+        guard case .abandoned = rotation.state else {
+            Issue.record("the rotation ended as \(rotation.state), not abandoned")
+            return
+        }
+        #expect(try await database.read { try Fixture.contentDigest($0) } == before)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".rekey-") }
+        #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
+    }
+
+    @Test("a file on the current key starts no background rotation")
+    func alreadyCurrent() throws {
+        let directory = TemporaryDirectory("background-current")
+        let ring = TestKeyring([.hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey)
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        #expect(database.backgroundRotation == nil)
+        #expect(try database.rotateInBackground() == nil)
+    }
+}
