@@ -60,14 +60,20 @@ struct EngineRekey: Rotation {
     }
 
     /// Opens a fresh connection with the new key and runs the configured check. When the new key
-    /// does not open the file, proves that the old key still does and reports that nothing changed.
+    /// does not open the file, proves that the old key still reads every page of it (not page 1
+    /// alone: ``requireStillOnOldKey(_:in:detail:)``) and reports that nothing changed.
+    ///
+    /// In WAL mode the fresh connections read through the WAL like any reader: a committed rekey
+    /// whose checkpoint could not finish is read from the WAL's frames (page 1 among them), so
+    /// the new key opens it; the new key failing means the newest committed page 1 is not on it.
     func verify(in context: RotationContext, detail: String) throws(EncryptedDatabaseError) -> Connection {
         let (path, from, to) = (context.path, context.from, context.to)
         guard let connection = try context.openFresh(with: to) else {
-            if try context.openFresh(with: from) != nil {
-                throw .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: to.id, detail: "SQLCipher reported success but the file is still on the old key (\(detail))")
+            guard let old = try context.openFresh(with: from) else {
+                throw .verificationFailed(path: path, keyID: to.id, detail: "neither the new nor the old key opens the file after the rotation")
             }
-            throw .verificationFailed(path: path, keyID: to.id, detail: "neither the new nor the old key opens the file after the rotation")
+            try requireStillOnOldKey(old, in: context, detail: detail)
+            throw .rotationNotApplied(path: path, fromKeyID: from.id, toKeyID: to.id, detail: "SQLCipher reported success but the file is still on the old key (\(detail))")
         }
         guard let check = context.engineCheck(pagesReadBack: false) else { return connection }
         let problems: String?
@@ -78,5 +84,33 @@ struct EngineRekey: Rotation {
         }
         if let problems { throw .verificationFailed(path: path, keyID: to.id, detail: problems) }
         return connection
+    }
+
+    /// Proves, on `connection` (fresh, keyed with the old key, which opened page 1), that every
+    /// page still authenticates with the old key: `PRAGMA quick_check` reads them all. Page 1 alone
+    /// says nothing about the others: a rekey that stopped part-way, or another writer, can leave
+    /// later pages on another key, which readers then report as a malformed database.
+    /// - Throws: ``EncryptedDatabaseError/verificationFailed(path:keyID:detail:)`` when the check
+    ///   reports problems or cannot run; the connection is closed either way.
+    func requireStillOnOldKey(_ connection: Connection, in context: RotationContext, detail: String) throws(EncryptedDatabaseError) {
+        defer { connection.close() }
+        let (path, from, to) = (context.path, context.from, context.to)
+        let check = "PRAGMA quick_check"
+        let found: String
+        do {
+            guard let problems = try context.problems(running: check, on: connection) else { return }
+            // quick_check puts one line per damaged page in its first row: keep the message short.
+            let lines = problems.split(whereSeparator: \.isNewline)
+            found = lines.prefix(4).joined(separator: "; ") + (lines.count > 4 ? "; …" : "")
+        } catch let error as SQLiteError where [.error, .notADatabase, .corrupt].contains(error.code.primary) {
+            // A page that fails its HMAC: SQLCipher 4 fails the statement with SQLITE_ERROR,
+            // 3.4.1 lists it in the check's rows (or says corrupt / not a database).
+            found = "\(check) with key \"\(from.id)\" failed: \(error)"
+        } catch {
+            // Busy or I/O: whether every page is still on the old key is unknown, so "nothing
+            // changed" cannot be claimed either.
+            throw .verificationFailed(path: path, keyID: to.id, detail: "SQLCipher reported success (\(detail)) but key \"\(to.id)\" does not open the file, and key \"\(from.id)\" opens page 1 but \(check) could not check the other pages: \(error); whether the file is partly rewritten is unknown. Do not delete its -journal or -wal files; check it with \(check) when it is idle, and restore it from a backup if that reports problems")
+        }
+        throw .verificationFailed(path: path, keyID: to.id, detail: "the file is partly rewritten: SQLCipher reported success (\(detail)) but key \"\(to.id)\" does not open the file, and key \"\(from.id)\" opens page 1 but not every page (\(found)). Restore the database from a backup; do not delete its -journal or -wal files, which SQLite may need to recover")
     }
 }
