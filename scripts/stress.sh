@@ -7,7 +7,8 @@
 # another process commits rows; rotation while services run and processes start up at the same
 # instant (LiveRotationTests: TRIALS start-up rounds, TRIALS/4 rotations, 3 services); simulated power cuts at every durable step of the page
 # re-encryption, the export swap and database creation; power cuts and kill -9 during a master-key
-# rewrap and a rotation to a wrapped data key (KeyEncryptionCrashTests, 2×TRIALS). Seeds are printed; REKEY_KILL_SEED and
+# rewrap and a rotation to a wrapped data key (KeyEncryptionCrashTests, 2×TRIALS); kill -9 of a service
+# rotating its file in the background while it writes (BackgroundRotationKillTests, 2×TRIALS per mode). Seeds are printed; REKEY_KILL_SEED and
 # POWER_CUT_SEED replay a run. Exit status 1 when any trial lost data or a test failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,9 +18,10 @@ swift build --build-tests || exit 1
 per=${TRIALS:-40}
 export REKEY_KILL_TRIALS=$per MIGRATION_KILL_TRIALS=$per WRITER_KILL_TRIALS=$(( (per + 1) / 2 )) POWER_CUT_TRIALS=$(( per * 2 ))
 export LIVE_STARTUP_ROUNDS=$per LIVE_ROTATIONS=$(( (per + 3) / 4 )) LIVE_SERVICES=3 KEK_CRASH_TRIALS=$(( per * 2 ))
+export BACKGROUND_KILL_TRIALS=$(( per * 2 ))
 log=.build/stress.log
 start=$(date +%s)
-swift test --filter "KillTests|WriterKillTests|MigrationKillTests|PowerCutTests|LiveRotationTests|KeyEncryptionCrashTests" > "$log" 2>&1
+swift test --filter "KillTests|WriterKillTests|MigrationKillTests|PowerCutTests|LiveRotationTests|KeyEncryptionCrashTests|BackgroundRotationKillTests" > "$log" 2>&1
 status=$?
 elapsed=$(( $(date +%s) - start ))
 

@@ -1,4 +1,5 @@
 @testable import EncryptedSQLite
+import DurableFiles
 import Foundation
 import Testing
 import TestSupport
@@ -31,6 +32,18 @@ struct BackgroundRotationTests {
         #expect(database.report.openedWithKeyID == "k1")
         #expect(!database.report.rotated, "the open must not rotate in the foreground")
         let rotation = try #require(database.backgroundRotation)
+        // The copy's permissions while it is written.
+        let copyModes = Locked<Set<String>>([])
+        let watcher = Thread {
+            while !rotation.state.isFinal {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".rekey-online") {
+                    var status = stat()
+                    if stat(directory.file(name), &status) == 0 { copyModes.withLock { _ = $0.insert(String(status.st_mode & 0o777, radix: 8)) } }
+                }
+                usleep(2000)
+            }
+        }
+        watcher.start()
 
         // 4 tasks write a ledger row each 2 ms and read counts until the rotation has ended.
         let committed = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -70,6 +83,30 @@ struct BackgroundRotationTests {
         #expect(shell.stdout.split(separator: "\n").map(String.init) == ["42", "1234567", "2000", "3000", "\(committed + 1)", "ok"])
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".rekey-") }
         #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
+        while !watcher.isFinished { usleep(1000) }
+        // Owner-only while it is written; the database's own mode only in the swap, just before the rename.
+        var status = stat()
+        #expect(stat(path, &status) == 0)
+        let databaseMode = String(status.st_mode & 0o777, radix: 8)
+        #expect(copyModes.withLock { $0 }.subtracting([databaseMode]) == ["600"], "the copy must be owner-only while it is written")
+    }
+
+    @Test("another open database on the file in this process: an ordinary rotation, and the other one follows it")
+    func otherConnectionInProcess() async throws {
+        let directory = TemporaryDirectory("background-inprocess")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: true, blobs: 200)
+        let other = try EncryptedDatabase(path: path, keyProvider: { try ring.keyList(database: path) }, options: OpenOptions(rotateToCurrentKey: false))
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let report = try await #require(database.backgroundRotation).result()
+        #expect(report.method != .backgroundCopy)
+        #expect(report.fallbackReason != nil)
+        #expect(try await other.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
+        #expect(other.report.openedWithKeyID == "k2", "the other database follows the rotation")
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
     @Test("another process has the file open: an ordinary rotation instead, with the reason in the report")

@@ -45,7 +45,8 @@ final class BackgroundCopy {
         let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.onlineSuffix)
         let file: DurableNewFile
         do {
-            file = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.permissions(of: path) ?? FileSystem.newFileMode, ownerOf: path, files: files)
+            // Owner-only while it is written; it gets the database's permissions just before the swap.
+            file = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: path, files: files)
         } catch {
             throw .ioFailure(path: path, operation: "creating the background rotation's new file \(temporary)", detail: error.description)
         }
@@ -189,6 +190,9 @@ final class BackgroundCopy {
     /// - Throws: ``EncryptedDatabaseError`` when the rename did not happen; a failed folder flush
     ///   after it is only logged by the caller (``PublishFailure/folderNotSynced(_:)``).
     func publish() throws(PublishFailure) {
+        if let mode = FileSystem.permissions(of: path), chmod(temporary, mode) != 0 {
+            throw .notPublished(.failed(operation: "giving the copy the database's permissions", errno: errno))
+        }
         try file.publish(as: path, replacing: true)
         file.close()
     }
