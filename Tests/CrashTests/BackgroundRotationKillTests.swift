@@ -55,6 +55,48 @@ struct BackgroundRotationKillTests {
         #expect(tally.trials == Self.trials)
     }
 
+    @Test("another process writes the file meanwhile: the ordinary rotation runs instead, says why, and that process loses no row",
+          arguments: ["delete", "wal"])
+    func anotherWriter(journalMode: String) async throws {
+        let folder = TemporaryDirectory("background-other-writer")
+        let (old, new) = (TestKeys.hex(), TestKeys.hex())
+        let path = folder.file("app.sqlite")
+        try WriterKillCheck.makeFixture(at: path, oldKeyHex: old, journalMode: journalMode, rows: 12000)
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
+        let baseline = try WriterKillCheck.bigTable(path, KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old))]))
+        let writer = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
+                               environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new], directory: folder.path)
+        let pipe = Pipe()
+        let process = writer.start(output: pipe.fileHandleForWriting)
+        try process.run()
+        try pipe.fileHandleForWriting.close()
+        let output = Locked(Data())
+        let reader = Thread { output.withLock { $0 = pipe.fileHandleForReading.readDataToEndOfFile() } }
+        reader.start()
+        sleep(for: .milliseconds(300))
+
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let report: RotationReport
+        do {
+            let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+            report = try await #require(database.backgroundRotation).result()
+        }
+        sleep(for: .milliseconds(300))  // the writer follows the rotation and goes on
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        while !reader.isFinished { usleep(1000) }
+        #expect(report.method != .backgroundCopy)
+        #expect(report.fallbackReason?.contains("another process") == true, "fallback reason: \(report.fallbackReason ?? "none")")
+        let lines = String(decoding: output.withLock { $0 }, as: UTF8.self).split(separator: "\n")
+        let committed = Set(lines.compactMap { $0.hasPrefix("committed ") ? Int($0.dropFirst(10)) : nil })
+        #expect(committed.count > 50, "the writer should have gone on writing")
+        let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
+        let verdict = try checker.check(path, committed: committed, trial: "other writer")
+        #expect(verdict.problems.isEmpty, "\(verdict.problems)")
+        #expect(verdict.outcome == .openedWithNew)
+    }
+
     /// Runs the service, kills it after `delay` (or, with `stopAtRotated`, as soon as it reports
     /// the rotation's end), and returns the rows it reported committed.
     private func run(_ service: KillTrial, killAfter delay: Duration, stopAtRotated: Bool) throws -> (committed: Set<Int>, rotated: String?, elapsed: Duration) {

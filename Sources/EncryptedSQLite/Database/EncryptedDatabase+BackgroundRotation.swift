@@ -97,6 +97,8 @@ extension EncryptedDatabase {
     private static let stepTarget = Duration.milliseconds(8)
     private static let stepGap: useconds_t = 1000
     private static let flushBytes: Int64 = 8 << 20
+    /// How many times the copy may start over (another process wrote) before the ordinary rotation runs instead.
+    private static let maximumRestarts = 3
 
     /// The background thread's work: copy in steps, then swap (or fall back).
     private func runBackgroundRotation(_ rotation: BackgroundRotation, keys: KeyList) {
@@ -171,6 +173,8 @@ extension EncryptedDatabase {
         var started = false
         var unflushed: Int64 = 0
         var remaining = Int.max
+        var copiedBefore = 0
+        var restarts = 0
         while true {
             let held = Stopwatch()
             let outcome: StepOutcome = try withWriterLock { () throws(EncryptedDatabaseError) -> StepOutcome in
@@ -218,6 +222,19 @@ extension EncryptedDatabase {
                 return fallBack(rotation, keys: keys, reason: reason)
             case .copied(let left, let total):
                 longest = max(longest, elapsed)
+                // A write through another connection (another process) makes SQLite start the
+                // copy again; a process that keeps writing would keep it from ever ending.
+                if total - left + Int(pages) < copiedBefore {
+                    restarts += 1
+                    if restarts >= Self.maximumRestarts {
+                        writerLock.withLock {
+                            copy.discard()
+                            backgroundSlot.copy = nil
+                        }
+                        return fallBack(rotation, keys: keys, reason: "another process writes the file (the copy started over \(restarts) times)")
+                    }
+                }
+                copiedBefore = total - left
                 remaining = left
                 if unflushed >= Self.flushBytes {
                     try copy.synchronize()
@@ -284,11 +301,20 @@ extension EncryptedDatabase {
         }
         phase("checkpoint")
         writer.close()
-        // Closing this process's last connection let SQLite remove the -wal; make that durable
-        // before the new file can appear under the name.
         if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 0 {
             return .fellBack(reason: "this process has the file open through another connection")
         }
+        phase("closed")
+        let lease: SoleUseLease
+        switch SoleUseLease.acquire(path) {
+        case .held(let held): lease = held
+        case .openElsewhere: return .fellBack(reason: "another process has the file open")
+        case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
+        }
+        defer { lease.release() }
+        // With the lease, no other process can have a transaction open: a side file that is not
+        // empty now is not another process's work in progress. Closing the last connection let
+        // SQLite remove the -wal; that is made durable before the copy appears under the name.
         let folder = FileSystem.folder(of: path)
         for suffix in ["-wal", "-journal"] where FileSystem.size(of: path + suffix) != nil {
             guard FileSystem.size(of: path + suffix) == 0 else {
@@ -301,14 +327,6 @@ extension EncryptedDatabase {
         } catch {
             throw .ioFailure(path: path, operation: "flushing the folder before the swap", detail: error.description)
         }
-        phase("closed")
-        let lease: SoleUseLease
-        switch SoleUseLease.acquire(path) {
-        case .held(let held): lease = held
-        case .openElsewhere: return .fellBack(reason: "another process has the file open")
-        case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
-        }
-        defer { lease.release() }
         do {
             try copy.publish()
         } catch .folderNotSynced(let error) {
