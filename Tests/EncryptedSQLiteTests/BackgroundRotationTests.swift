@@ -32,15 +32,23 @@ struct BackgroundRotationTests {
         #expect(database.report.openedWithKeyID == "k1")
         #expect(!database.report.rotated, "the open must not rotate in the foreground")
         let rotation = try #require(database.backgroundRotation)
-        // The copy's permissions while it is written.
+        // The copy's permissions while it is written, and whether any text of the rows shows in it.
+        // (Its descriptors here are the test's, not the database's: the copy is not the database yet.)
         let copyModes = Locked<Set<String>>([])
+        let plaintextSeen = Locked(0)
+        let scans = Locked(0)
+        let markers = [Data("person 1".utf8), Data("row 1".utf8)]
         let watcher = Thread {
             while !rotation.state.isFinal {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".rekey-online") {
                     var status = stat()
                     if stat(directory.file(name), &status) == 0 { copyModes.withLock { _ = $0.insert(String(status.st_mode & 0o777, radix: 8)) } }
+                    if let content = FileManager.default.contents(atPath: directory.file(name)) {
+                        scans.withLock { $0 += 1 }
+                        if markers.contains(where: { content.range(of: $0) != nil }) { plaintextSeen.withLock { $0 += 1 } }
+                    }
                 }
-                usleep(2000)
+                usleep(5000)
             }
         }
         watcher.start()
@@ -89,6 +97,10 @@ struct BackgroundRotationTests {
         #expect(stat(path, &status) == 0)
         let databaseMode = String(status.st_mode & 0o777, radix: 8)
         #expect(copyModes.withLock { $0 }.subtracting([databaseMode]) == ["600"], "the copy must be owner-only while it is written")
+        #expect(scans.withLock { $0 } > 0, "the copy should have been read while it was written")
+        #expect(plaintextSeen.withLock { $0 } == 0, "row text found in the copy")
+        let final = try #require(FileManager.default.contents(atPath: path))
+        #expect(!markers.contains { final.range(of: $0) != nil }, "row text found in the rotated file")
     }
 
     @Test("another open database on the file in this process: an ordinary rotation, and the other one follows it")
