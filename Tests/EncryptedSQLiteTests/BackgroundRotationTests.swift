@@ -149,6 +149,24 @@ struct BackgroundRotationTests {
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
     }
 
+    @Test("new cipher settings: the export runs instead, with the reason in the report")
+    func settingsChangeFallsBack() async throws {
+        let directory = TemporaryDirectory("background-settings")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: false, blobs: 100)
+        let new = ring.keys[1].key
+        let keys = try KeyList(database: path, keys: [ring.keys[0].key, DatabaseKey(id: new.id, source: new.source, cipher: CipherSettings(kdfIterations: 10_000, pageSize: 4096))])
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+        let report = try await #require(database.backgroundRotation).result()
+        #expect(report.method == .export)
+        #expect(report.fallbackReason?.contains("cipher settings") == true, "\(report.fallbackReason ?? "no reason")")
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 100)
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+    }
+
     @Test("cancel leaves the file on its old key, intact, without temporaries")
     func cancel() async throws {
         let directory = TemporaryDirectory("background-cancel")

@@ -176,11 +176,15 @@ extension EncryptedDatabase {
         var copiedBefore = 0
         var restarts = 0
         while true {
-            let held = Stopwatch()
+            // The time the step holds the lock, not the time it waited for it.
+            var elapsed = Duration.zero
             let outcome: StepOutcome = try withWriterLock { () throws(EncryptedDatabaseError) -> StepOutcome in
+                let held = Stopwatch()
+                defer { elapsed = held.elapsed }
                 guard !rotation.state.isFinal else { return .ended }
                 guard writerKey.id == from.id, !writer.isClosed else {
                     copy.discard()
+                    backgroundSlot.copy = nil
                     return .ended
                 }
                 if rotation.isCancelled {
@@ -212,7 +216,6 @@ extension EncryptedDatabase {
                 }
                 return .copied(remaining: copy.remaining, total: copy.pageCount)
             }
-            let elapsed = held.elapsed
             switch outcome {
             case .ended:
                 return rotation.state.isFinal ? rotation.state : .abandoned(reason: "another rotation changed the file")
