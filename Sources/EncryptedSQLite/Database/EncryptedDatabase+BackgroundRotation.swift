@@ -97,6 +97,9 @@ extension EncryptedDatabase {
     private static let stepTarget = Duration.milliseconds(8)
     private static let stepGap: useconds_t = 1000
     private static let flushBytes: Int64 = 8 << 20
+    /// At most this much is copied in one step, however fast the last steps were: a step that
+    /// meets uncached pages or a busy disk then stays short.
+    private static let maximumStepBytes = 4 << 20
     /// How many times the copy may start over (another process wrote) before the ordinary rotation runs instead.
     private static let maximumRestarts = 3
 
@@ -167,6 +170,7 @@ extension EncryptedDatabase {
 
     private func copyAndSwap(_ rotation: BackgroundRotation, keys: KeyList, from: ResolvedKey, since start: Stopwatch) throws(EncryptedDatabaseError) -> BackgroundRotation.State {
         let copy = try BackgroundCopy.create(path: path, from: from, to: keys.current, busyTimeout: options.busyTimeout, files: options.files)
+        let pageSize = copy.key.cipher.effective.pageSize ?? 4096
         var pages: Int32 = 64
         var steps = 0
         var longest = Duration.zero
@@ -208,7 +212,7 @@ extension EncryptedDatabase {
                     // The copy finished inside this step (the file is smaller than one step): swap now.
                     return try swapWithWriterLock(copy, keys: keys, from: from, figures: (steps: steps, longest: longest, start: start))
                 }
-                unflushed += Int64(pages) * Int64(copy.key.cipher.effective.pageSize ?? 4096)
+                unflushed += Int64(pages) * Int64(pageSize)
                 // Flush before the swap too, so that the swap's own flush has little left to write.
                 if unflushed >= Self.flushBytes || copy.remaining <= 2 * Int(pages) {
                     try copy.flushCache()
@@ -245,7 +249,7 @@ extension EncryptedDatabase {
                 }
                 // Aim each step at `stepTarget`.
                 let scale = Self.stepTarget / max(elapsed, .microseconds(100))
-                pages = Int32(min(max(Double(pages) * min(max(scale, 0.5), 2), 16), 65536))
+                pages = Int32(min(max(Double(pages) * min(max(scale, 0.5), 2), 16), Double(Self.maximumStepBytes / pageSize)))
                 rotation.update(.copying(BackgroundRotationProgress(copiedPages: max(0, total - left), totalPages: total, elapsed: start.elapsed)))
                 usleep(Self.stepGap)
             }
