@@ -142,7 +142,8 @@ let package = Package(
         // Benchmarks against the raw SQLCipher C API (release build; see Benchmarks/README.md).
         .executableTarget(
             name: "encryptedsqlite-benchmarks",
-            dependencies: ["EncryptedSQLite", "CSQLCipher"],
+            // Logging: a handler that captures the background rotation's swap phases (issue 23).
+            dependencies: ["EncryptedSQLite", "CSQLCipher", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/Sources/Benchmarks"
         ),
         // The fleet figures of issue 22 (release build; see Benchmarks/README.md): master-key rotation

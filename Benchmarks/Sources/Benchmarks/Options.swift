@@ -29,6 +29,15 @@ struct Options {
     var concurrencyRuns = 3
     /// Size of the reader pool (workloads 5 and 7).
     var poolReaders = 4
+    /// Sizes in MB of the files of the background-rotation workload (issue 23); empty skips its
+    /// foreground/background matrix.
+    var backgroundMB = [256]
+    /// Runs of each foreground/background case (medians reported).
+    var backgroundRuns = 1
+    /// Size in MB of the sustained-write variant's file; 0 skips it.
+    var backgroundSustainedMB = 256
+    /// Seconds after which the sustained variant's copy is cancelled if it has not finished.
+    var backgroundLimit = 120
     /// Workloads to run (all when empty).
     var only: Set<Workload> = []
     /// Where the JSON results go.
@@ -54,6 +63,11 @@ struct Options {
           --ops-per-task N      operations per task in workload 7 (default 200)
           --concurrency-runs N  repetitions of workload 7 (default 3)
           --pool-readers N      reader pool size in workloads 5 and 7 (default 4)
+          --background-mb LIST  comma-separated file sizes in MB of the background-rotation workload, 0 skips
+                                its foreground/background matrix (default 256; e.g. 256,2048)
+          --background-runs N   runs of each background-rotation case (median reported; default 1)
+          --background-sustained-mb N  file size of the sustained-write variant, 0 skips it (default 256)
+          --background-limit S  seconds after which the sustained variant's copy is cancelled (default 120)
           --only LIST           comma-separated: \(Workload.allCases.map(\.rawValue).joined(separator: ","))
           --json PATH           results file (default .build/benchmarks/results.json)
           --profile VARIANT     run one variant once, for callgrind: \(ProfileVariant.names.joined(separator: ", "))
@@ -103,6 +117,15 @@ struct Options {
             case "--ops-per-task": options.opsPerTask = try number(argument)
             case "--concurrency-runs": options.concurrencyRuns = try number(argument)
             case "--pool-readers": options.poolReaders = try number(argument)
+            case "--background-mb":
+                let sizes = try value(argument).split(separator: ",").map { text in
+                    guard let size = Int(text), size >= 0 else { throw UsageError("--background-mb needs sizes in MB, not \(text)") }
+                    return size
+                }
+                options.backgroundMB = sizes.filter { $0 > 0 }
+            case "--background-runs": options.backgroundRuns = try number(argument)
+            case "--background-sustained-mb": options.backgroundSustainedMB = try number(argument, minimum: 0)
+            case "--background-limit": options.backgroundLimit = try number(argument)
             case "--json": options.jsonPath = try value(argument)
             case "--profile": options.profile = try value(argument)
             case "--only":
@@ -125,6 +148,7 @@ struct Options {
 /// The workloads of issue 6, by the name `--only` takes.
 enum Workload: String, CaseIterable {
     case insert, fetch, lookup, open, pool, rotation, concurrency, telemetry, candidates, memory
+    case backgroundRotation = "background-rotation"
 }
 
 struct UsageError: Error, CustomStringConvertible {

@@ -141,7 +141,7 @@ final class Report {
         return [
             pad(row.workload, 30), pad(row.baseline, 32), pad(row.library, 37),
             pad(format(row.baselineMedian, row.unit), 11, right: true), pad(format(row.libraryMedian, row.unit), 11, right: true),
-            pad(String(format: "%.2fx", row.ratio), 7, right: true), pad(row.target ?? "", 9, right: true), met,
+            pad(row.ratio.isFinite ? String(format: "%.2fx", row.ratio) : "-", 7, right: true), pad(row.target ?? "", 9, right: true), met,
         ].joined(separator: " ")
     }
 
@@ -164,6 +164,8 @@ final class Report {
         let file = File(generatedAt: ISO8601DateFormatter().string(from: Date()), settings: settings, results: rows, details: sections)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        // A ratio of counts that are both 0 (failed operations, lost writes) is not a number.
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
         try encoder.encode(file).write(to: URL(fileURLWithPath: path))
@@ -173,6 +175,8 @@ final class Report {
         switch unit {
         case "ms": return value >= 100 ? String(format: "%.0f ms", value) : String(format: "%.2f ms", value)
         case "ops/s": return String(format: "%.0f ops/s", value)
+        case "n": return String(format: "%.0f", value)
+        case "s/GB": return String(format: "%.2f s/GB", value)
         default: return String(format: "%.1f %@", value, unit)
         }
     }

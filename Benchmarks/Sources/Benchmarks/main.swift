@@ -96,6 +96,11 @@ do {
     if options.runs(.telemetry) {
         try TelemetryWorkload(folder: folder, runs: options.openRuns).run(report: report)
     }
+    if options.runs(.backgroundRotation), !options.backgroundMB.isEmpty || options.backgroundSustainedMB > 0 {
+        try BackgroundRotationWorkload(folder: folder, sizesMB: options.backgroundMB, runs: options.backgroundRuns,
+                                       sustainedMB: options.backgroundSustainedMB, limitSeconds: options.backgroundLimit,
+                                       poolReaders: 4).run(report: report)
+    }
     report.printTable(title: "Summary (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, possibly shared; ratios are same-run)")
     try report.writeJSON(to: options.jsonPath, settings: [
         "engine": "SQLCipher \(engine), SQLite \(sqlite)",
@@ -106,6 +111,8 @@ do {
         "rotationFormats": options.rotationFormats.map(\.name).joined(separator: ","),
         "writers": "\(options.writers)", "readers": "\(options.readers)", "opsPerTask": "\(options.opsPerTask)",
         "concurrencyRuns": "\(options.concurrencyRuns)", "poolReaders": "\(options.poolReaders)",
+        "backgroundMB": options.backgroundMB.map(String.init).joined(separator: ","), "backgroundRuns": "\(options.backgroundRuns)",
+        "backgroundSustainedMB": "\(options.backgroundSustainedMB)", "backgroundLimit": "\(options.backgroundLimit)",
     ])
     print("results: \(options.jsonPath)")
 } catch {
