@@ -64,6 +64,16 @@ package final class SoleUseLease {
         guard fdatasync(descriptor) == 0 else { throw .failed(operation: "flushing the replaced file", errno: errno) }
     }
 
+    /// Releases the lease as ``release()`` does but leaves the descriptor open, and returns it to
+    /// be closed later: for a file that was just replaced under its name, whose last close frees
+    /// its blocks (on ext4 here ~0.35 s per GB), so that the caller can do that after its pause.
+    package func releaseKeepingOpen() -> ReplacedFile {
+        guard descriptor >= 0 else { return ReplacedFile(descriptor: -1) }
+        _ = fcntl(descriptor, Self.setLease, Int32(F_UNLCK))
+        defer { descriptor = -1 }
+        return ReplacedFile(descriptor: descriptor)
+    }
+
     /// Releases the lease and closes the descriptor. Safe to call more than once.
     package func release() {
         guard descriptor >= 0 else { return }
@@ -86,4 +96,28 @@ package final class SoleUseLease {
         }
         return count
     }
+}
+
+/// The last descriptor of a file replaced under its name (``SoleUseLease/releaseKeepingOpen()``):
+/// closing it frees the file's blocks. Closed by ``close()`` or when released.
+package final class ReplacedFile {
+    private var descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    deinit { close() }
+
+    /// Closes the descriptor. Safe to call more than once.
+    package func close() {
+        guard descriptor >= 0 else { return }
+        closeDescriptor(descriptor)
+        descriptor = -1
+    }
+}
+
+/// `close(2)`, under a name that ``ReplacedFile/close()`` does not shadow.
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }

@@ -163,7 +163,8 @@ extension EncryptedDatabase {
 
     private enum StepOutcome {
         case copied(remaining: Int, total: Int)
-        case swapped(RotationReport)
+        /// `replaced`: the last descriptor of the replaced file, to close after the writer lock.
+        case swapped(RotationReport, replaced: ReplacedFile)
         case fellBack(reason: String)
         case ended
     }
@@ -223,7 +224,10 @@ extension EncryptedDatabase {
             switch outcome {
             case .ended:
                 return rotation.state.isFinal ? rotation.state : .abandoned(reason: "another rotation changed the file")
-            case .swapped(let report):
+            case .swapped(let report, let replaced):
+                // The replaced file's blocks are freed by this close (~0.35 s per GB on ext4): after
+                // the writer lock, while the database serves.
+                replaced.close()
                 return .finished(report)
             case .fellBack(let reason):
                 return fallBack(rotation, keys: keys, reason: reason)
@@ -349,7 +353,8 @@ extension EncryptedDatabase {
         } catch {
             logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
         }
-        lease.release()
+        // Its descriptor stays open until the writer lock is released (see `StepOutcome.swapped`).
+        let replaced = lease.releaseKeepingOpen()
         phase("swapped")
 
         let to = keys.current
@@ -380,6 +385,6 @@ extension EncryptedDatabase {
             "longest_step_ms": "\(figures.longest.milliseconds)", "swap_ms": "\(pause.elapsed.milliseconds)",
             "swap_phases_ms": "\(phases.joined(separator: ", "))",
         ])
-        return .swapped(report)
+        return .swapped(report, replaced: replaced)
     }
 }
