@@ -1,0 +1,49 @@
+import DurableFiles
+import Foundation
+import Testing
+import TestSupport
+
+/// The descriptor of a file replaced by a background rotation's swap, closed after the swap: its
+/// blocks are freed in steps, and the zeroed start that makes a late opener find no database stays.
+@Suite("ReplacedFile: the replaced file is freed in steps after the swap")
+struct ReplacedFileTests {
+    /// A 3 MiB file of non-zero bytes at `path`.
+    private static func makeFile(_ path: String) throws {
+        try Data(repeating: 0xA5, count: 3 << 20).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test("after the first page was zeroed: cut down to that page, which stays zeros")
+    func shrinksToTheZeroedStart() throws {
+        let directory = TemporaryDirectory("replaced-file")
+        let path = directory.file("old.sqlite")
+        try Self.makeFile(path)
+        guard case .held(let lease) = SoleUseLease.acquire(path) else {
+            Issue.record("no lease on a file nobody else has open")
+            return
+        }
+        try lease.overwriteStart(bytes: 4096)
+        lease.releaseKeepingOpen().shrinkAndClose(step: 1 << 20, pause: 0)
+        let data = try #require(FileManager.default.contents(atPath: path))
+        #expect(data == Data(repeating: 0, count: 4096))
+    }
+
+    @Test("when the first page was not zeroed: only closed, the file left as it is")
+    func onlyClosesWithoutAZeroedStart() throws {
+        let directory = TemporaryDirectory("replaced-file-kept")
+        let path = directory.file("old.sqlite")
+        try Self.makeFile(path)
+        guard case .held(let lease) = SoleUseLease.acquire(path) else {
+            Issue.record("no lease on a file nobody else has open")
+            return
+        }
+        lease.releaseKeepingOpen().shrinkAndClose(step: 1 << 20, pause: 0)
+        let data = try #require(FileManager.default.contents(atPath: path))
+        #expect(data == Data(repeating: 0xA5, count: 3 << 20))
+        // The descriptor is closed: the lease (and its descriptor) can be taken again.
+        guard case .held(let again) = SoleUseLease.acquire(path) else {
+            Issue.record("the replaced file's descriptor was left open")
+            return
+        }
+        again.release()
+    }
+}
