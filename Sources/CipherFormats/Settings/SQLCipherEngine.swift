@@ -55,9 +55,11 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// `SQLCipher 4.6.1 community (SQLite 3.46.1)`.
     public var name: String { "SQLCipher \(version) (SQLite \(sqliteVersion))" }
 
-    /// Whether SQLite's online backup API copies between two keyed connections: on 3.x; SQLCipher
-    /// 4.1 and later refuse it for encrypted databases, so backups there go through
-    /// `sqlcipher_export` into an attached keyed file.
+    /// Whether `EncryptedDatabase.backup(to:)` copies with SQLite's online backup API: on 3.x
+    /// only; on 4.x backups go through `sqlcipher_export` into an attached keyed file. (SQLCipher
+    /// 4.1 "disabled the backup API for encrypted databases"; Zetetic supports it only between two
+    /// encrypted databases with the same settings, which is what background rotation uses, and
+    /// which its tests check on 4.6.1.)
     package var backsUpEncryptedDatabases: Bool { major == 3 }
 
     /// Why the linked engine cannot apply `settings`, or `nil` when it can.

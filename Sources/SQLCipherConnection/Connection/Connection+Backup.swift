@@ -4,8 +4,9 @@ extension Connection {
     /// Copies this connection's `main` database into `destination`'s `main` with SQLite's online
     /// backup API, in one step: one read transaction on this connection (the one already open, if
     /// any), so the copy is one consistent snapshot. Pages are decrypted with this connection's
-    /// key and encrypted with the destination's, so both must use the same page size; SQLCipher
-    /// 4.1 and later refuse the API for encrypted databases (see `SQLCipherEngine`).
+    /// key and encrypted with the destination's, so both must use the same cipher settings
+    /// (SQLCipher supports the API only between two encrypted databases with the same settings;
+    /// see `SQLCipherEngine` and ``OnlineBackup``).
     /// - Throws: ``SQLiteError`` from the destination when a step fails.
     package func backup(into destination: Connection) throws {
         guard let backup = sqlite3_backup_init(destination.handle, "main", handle, "main") else {
