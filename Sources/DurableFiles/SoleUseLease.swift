@@ -67,6 +67,20 @@ package final class SoleUseLease {
         zeroed = bytes
     }
 
+    /// Takes a POSIX record lock on `length` bytes from `start` of the leased file (a write lock
+    /// when `exclusive`, else a read lock), held by this process for as long as the descriptor is
+    /// open (also after ``releaseKeepingOpen()``). For a replaced database file: SQLite's locks on
+    /// it then tell a process that opened it late that it is in use.
+    /// - Throws: ``FileSystemError`` when the lock cannot be taken.
+    package func lock(start: Int64, length: Int64, exclusive: Bool) throws(FileSystemError) {
+        var lock = flock()
+        lock.l_type = Int16(exclusive ? F_WRLCK : F_RDLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = off_t(start)
+        lock.l_len = off_t(length)
+        guard fcntl(descriptor, F_SETLK, &lock) == 0 else { throw .failed(operation: "locking the replaced file", errno: errno) }
+    }
+
     /// Releases the lease as ``release()`` does but leaves the descriptor open, and returns it to
     /// be closed later: for a file that was just replaced under its name, whose last close frees
     /// its blocks (on ext4 here ~0.35 s per GB), so that the caller can do that after its pause.
@@ -116,13 +130,14 @@ package final class ReplacedFile {
     deinit { close() }
 
     /// Frees the file's blocks from its end in steps of `step` bytes, pausing `pause` between
-    /// them, down to its zeroed start, then closes it. Freeing a large file's blocks at once (its
+    /// them, down to its zeroed start, and keeps the descriptor (and the locks taken through it)
+    /// until ``close()``. Freeing a large file's blocks at once (its
     /// last close) makes the file system's journal commit that holds them slow (on ext4 mounted
     /// with `discard` here, every `fsync` of another file meanwhile waited up to ~50 ms for a
     /// 2 GB file); in steps, each waits for one step at most. The zeroed start stays, so that a
     /// process that opened the file before it was replaced still finds no database in it (a file
     /// cut to nothing would read as a new, empty database). Without a zeroed start, only closes.
-    package func shrinkAndClose(step: Int64 = 64 << 20, pause: useconds_t = 5000) {
+    package func shrink(step: Int64 = 64 << 20, pause: useconds_t = 5000) {
         if descriptor >= 0, let zeroed, zeroed > 0 {
             var status = stat()
             if fstat(descriptor, &status) == 0 {
@@ -134,6 +149,11 @@ package final class ReplacedFile {
                 }
             }
         }
+    }
+
+    /// ``shrink(step:pause:)``, then ``close()``.
+    package func shrinkAndClose(step: Int64 = 64 << 20, pause: useconds_t = 5000) {
+        shrink(step: step, pause: pause)
         close()
     }
 

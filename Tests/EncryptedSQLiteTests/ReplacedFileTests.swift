@@ -47,3 +47,29 @@ struct ReplacedFileTests {
         again.release()
     }
 }
+
+/// The locks a background rotation's swap keeps on the replaced file, seen by an independent
+/// SQLite in another process: while they are held, it cannot take the file's EXCLUSIVE lock (so a
+/// late opener can neither roll a journal into it nor close as the last connection of a WAL).
+@Suite("SoleUseLease.lock: SQLite's SHARED and RESERVED locks on a replaced file")
+struct ReplacedFileLockTests {
+    @Test("the sqlcipher shell cannot lock the file exclusively while the locks are held, and can after close()")
+    func locksSeenBySQLite() throws {
+        let directory = TemporaryDirectory("replaced-file-locks")
+        let path = directory.file("app.sqlite")
+        let key = ShellKey.hex(TestKeys.hex())
+        try Fixture.createWithShell(at: path, key: key, rows: 10)
+        guard case .held(let lease) = SoleUseLease.acquire(path) else {
+            Issue.record("no lease on a file nobody else has open")
+            return
+        }
+        try lease.lock(start: 0x4000_0002, length: 510, exclusive: false)
+        try lease.lock(start: 0x4000_0001, length: 1, exclusive: true)
+        let replaced = lease.releaseKeepingOpen()
+        let locked = try SQLCipherShell.run(path, key: key, "PRAGMA busy_timeout = 0; BEGIN EXCLUSIVE; COMMIT;")
+        #expect(locked.status != 0 && locked.stderr.contains("locked"), "expected 'database is locked', got status \(locked.status): \(locked.stderr)")
+        replaced.close()
+        let free = try SQLCipherShell.run(path, key: key, "PRAGMA busy_timeout = 0; BEGIN EXCLUSIVE; COMMIT;")
+        #expect(free.status == 0, "\(free.stderr)")
+    }
+}

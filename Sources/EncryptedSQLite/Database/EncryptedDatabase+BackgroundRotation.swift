@@ -11,6 +11,9 @@ final class BackgroundRotationSlot: @unchecked Sendable {
     private var current: BackgroundRotation?
     /// The copy being written. Invariant: only touched with the database's `writerLock` held.
     var copy: BackgroundCopy?
+    /// The files background rotations replaced, each cut down to its zeroed first page and locked
+    /// (see the swap), closed with the database. Invariant: only touched with `writerLock` held.
+    var replacedFiles: [ReplacedFile] = []
 
     var rotation: BackgroundRotation? {
         get { lock.withLock { current } }
@@ -78,7 +81,7 @@ extension EncryptedDatabase {
     }
 
     /// Runs `body` holding `writerLock`, with its typed error.
-    private func withWriterLock<T>(_ body: () throws(EncryptedDatabaseError) -> T) throws(EncryptedDatabaseError) -> T {
+    func withWriterLock<T>(_ body: () throws(EncryptedDatabaseError) -> T) throws(EncryptedDatabaseError) -> T {
         writerLock.lock()
         defer { writerLock.unlock() }
         return try body()
@@ -161,7 +164,7 @@ extension EncryptedDatabase {
         }
     }
 
-    private enum StepOutcome {
+    enum StepOutcome {
         case copied(remaining: Int, total: Int)
         /// `replaced`: the last descriptor of the replaced file, to close after the writer lock.
         case swapped(RotationReport, replaced: ReplacedFile)
@@ -226,8 +229,10 @@ extension EncryptedDatabase {
                 return rotation.state.isFinal ? rotation.state : .abandoned(reason: "another rotation changed the file")
             case .swapped(let report, let replaced):
                 // Freeing the replaced file's blocks takes ~0.35 s per GB on ext4: after the writer
-                // lock, while the database serves, and in steps (see `ReplacedFile`).
-                replaced.shrinkAndClose()
+                // lock, while the database serves, and in steps (see `ReplacedFile`). Its zeroed
+                // first page and its locks stay until the database is closed.
+                replaced.shrink()
+                writerLock.withLock { backgroundSlot.replacedFiles.append(replaced) }
                 return .finished(report)
             case .fellBack(let reason):
                 return fallBack(rotation, keys: keys, reason: reason)
@@ -258,133 +263,5 @@ extension EncryptedDatabase {
                 usleep(Self.stepGap)
             }
         }
-    }
-
-    /// With `writerLock` held: the last pages, the check, the swap. Every access waits meanwhile.
-    private func swapWithWriterLock(_ copy: BackgroundCopy, keys: KeyList, from: ResolvedKey, figures: (steps: Int, longest: Duration, start: Stopwatch)) throws(EncryptedDatabaseError) -> StepOutcome {
-        let pause = Stopwatch()
-        var phases: [String] = []
-        func phase(_ name: String) { phases.append("\(name) \(Int(pause.elapsed.milliseconds))") }
-        readers?.drain()
-        phase("readers")
-        backgroundSlot.copy = nil
-        var swapped = false
-        defer {
-            if !swapped {
-                copy.discard()
-                if writer.isClosed, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
-                    try? setup.run(on: reopened)
-                    writer = reopened
-                }
-                readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-            }
-        }
-        func step<T>(_ operation: String, _ body: () throws -> T) throws(EncryptedDatabaseError) -> T {
-            do { return try body() } catch { throw EncryptedDatabaseError.from(error, path: path, operation: operation) }
-        }
-        // The facts and the last pages come from one read transaction.
-        let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
-            try writer.transaction(.deferred) { db in
-                let facts = try BackgroundCopy.Facts(db)
-                try copy.complete()
-                return facts
-            }
-        }
-        phase("last pages")
-        let bytes = FileSystem.size(of: copy.temporary) ?? 0
-        try copy.synchronize()
-        phase("flush")
-        let check: String? = switch options.verification {
-        case .quickCheck: "PRAGMA quick_check"
-        case .integrityCheck: "PRAGMA integrity_check"
-        case .schema, .pages: nil
-        }
-        let verifyTime = Stopwatch()
-        try copy.verify(against: original, check: check)
-        let verifyDuration = verifyTime.elapsed
-        phase("check")
-
-        let journalMode = try step("reading the journal mode") { try writer.journalMode() }
-        if journalMode == "wal" {
-            // Every frame into the database file, so that no -wal is left for the new file.
-            let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
-            if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
-        }
-        phase("checkpoint")
-        writer.close()
-        if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 0 {
-            return .fellBack(reason: "this process has the file open through another connection")
-        }
-        phase("closed")
-        let lease: SoleUseLease
-        switch SoleUseLease.acquire(path) {
-        case .held(let held): lease = held
-        case .openElsewhere: return .fellBack(reason: "another process has the file open")
-        case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
-        }
-        defer { lease.release() }
-        // With the lease, no other process can have a transaction open: a side file that is not
-        // empty now is not another process's work in progress. Closing the last connection let
-        // SQLite remove the -wal; that is made durable before the copy appears under the name.
-        let folder = FileSystem.folder(of: path)
-        for suffix in ["-wal", "-journal"] where FileSystem.size(of: path + suffix) != nil {
-            guard FileSystem.size(of: path + suffix) == 0 else {
-                throw .ioFailure(path: path, operation: "swapping in the background copy", detail: "the \(suffix) file is not empty after the last connection closed; the database was left on its old key")
-            }
-            try? options.files.fsync(path + suffix)
-        }
-        do {
-            try options.files.fsyncDirectory(folder)
-        } catch {
-            throw .ioFailure(path: path, operation: "flushing the folder before the swap", detail: error.description)
-        }
-        do {
-            try copy.publish()
-        } catch .folderNotSynced(let error) {
-            logger.warning("folder fsync failed after the swap", metadata: ["path": "\(path)", "error": "\(error)"])
-        } catch {
-            throw .ioFailure(path: path, operation: "swapping in the background copy", detail: error.description)
-        }
-        swapped = true
-        // A process whose open waited on the lease holds the replaced file: make it find no
-        // database there rather than a stale one.
-        do {
-            try lease.overwriteStart(bytes: from.cipher.effective.pageSize ?? 4096)
-        } catch {
-            logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
-        }
-        // Its descriptor stays open until the writer lock is released (see `StepOutcome.swapped`).
-        let replaced = lease.releaseKeepingOpen()
-        phase("swapped")
-
-        let to = keys.current
-        guard let opened = try KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: copy.key) else {
-            throw .verificationFailed(path: path, keyID: to.id, detail: "the swapped-in copy does not open with the new key")
-        }
-        if journalMode == "wal", (try? opened.journalMode()) != "wal" {
-            _ = try? opened.queryValue("PRAGMA journal_mode = WAL", as: String.self)
-        }
-        writer = opened
-        writerKey = to
-        readers?.resume(keyedWith: Self.readerKey(for: to, path: path, options: options))
-        phase("reopened")
-        var report = RotationReport(
-            fromKeyID: from.id, toKeyID: to.id, journalMode: journalMode, bytes: bytes, rekeyDuration: figures.start.elapsed,
-            verifyDuration: verifyDuration, verification: check == nil ? .schema : options.verification,
-            totalDuration: figures.start.elapsed, method: .backgroundCopy)
-        report.background = BackgroundRotationFigures(
-            steps: figures.steps, longestStep: figures.longest, swapPause: pause.elapsed, copyDuration: figures.start.elapsed, temporaryBytes: bytes)
-        currentReport = currentReport.with(rotation: report)
-        do {
-            try setup.runOnWriter(opened, path: path)
-        } catch {
-            logger.error("prepareConnection failed on the rotated writer", metadata: ["path": "\(path)", "error": "\(error)"])
-        }
-        logger.notice("rotated database key in the background", metadata: [
-            "path": "\(path)", "from": "\(from.id)", "to": "\(to.id)", "steps": "\(figures.steps)",
-            "longest_step_ms": "\(figures.longest.milliseconds)", "swap_ms": "\(pause.elapsed.milliseconds)",
-            "swap_phases_ms": "\(phases.joined(separator: ", "))",
-        ])
-        return .swapped(report, replaced: replaced)
     }
 }

@@ -1,0 +1,154 @@
+import CipherFormats
+import DurableFiles
+import Foundation
+import KeyConfiguration
+import SQLCipherConnection
+
+extension EncryptedDatabase {
+    // MARK: Background rotation: the swap
+
+    /// SQLite's lock bytes in a database file (os_unix.c: `PENDING_BYTE` 0x40000000, the RESERVED
+    /// byte after it, then the 510-byte SHARED range).
+    static let reservedByte: Int64 = 0x4000_0001
+    static let sharedFirst: Int64 = 0x4000_0002
+    static let sharedSize: Int64 = 510
+    /// With `writerLock` held: the last pages, the check, the swap. Every access waits meanwhile.
+    func swapWithWriterLock(_ copy: BackgroundCopy, keys: KeyList, from: ResolvedKey, figures: (steps: Int, longest: Duration, start: Stopwatch)) throws(EncryptedDatabaseError) -> StepOutcome {
+        let pause = Stopwatch()
+        var phases: [String] = []
+        func phase(_ name: String) { phases.append("\(name) \(Int(pause.elapsed.milliseconds))") }
+        readers?.drain()
+        phase("readers")
+        backgroundSlot.copy = nil
+        var swapped = false
+        defer {
+            if !swapped {
+                copy.discard()
+                if writer.isClosed, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
+                    try? setup.run(on: reopened)
+                    writer = reopened
+                }
+                readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
+            }
+        }
+        func step<T>(_ operation: String, _ body: () throws -> T) throws(EncryptedDatabaseError) -> T {
+            do { return try body() } catch { throw EncryptedDatabaseError.from(error, path: path, operation: operation) }
+        }
+        // The facts and the last pages come from one read transaction.
+        let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
+            try writer.transaction(.deferred) { db in
+                let facts = try BackgroundCopy.Facts(db)
+                try copy.complete()
+                return facts
+            }
+        }
+        phase("last pages")
+        let bytes = FileSystem.size(of: copy.temporary) ?? 0
+        try copy.synchronize()
+        phase("flush")
+        let check: String? = switch options.verification {
+        case .quickCheck: "PRAGMA quick_check"
+        case .integrityCheck: "PRAGMA integrity_check"
+        case .schema, .pages: nil
+        }
+        let verifyTime = Stopwatch()
+        try copy.verify(against: original, check: check)
+        let verifyDuration = verifyTime.elapsed
+        phase("check")
+
+        let journalMode = try step("reading the journal mode") { try writer.journalMode() }
+        if journalMode == "wal" {
+            // Every frame into the database file, so that no -wal is left for the new file.
+            let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
+            if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
+        }
+        phase("checkpoint")
+        writer.close()
+        if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 0 {
+            return .fellBack(reason: "this process has the file open through another connection")
+        }
+        phase("closed")
+        let lease: SoleUseLease
+        switch SoleUseLease.acquire(path) {
+        case .held(let held): lease = held
+        case .openElsewhere: return .fellBack(reason: "another process has the file open")
+        case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
+        }
+        defer { lease.release() }
+        // With the lease, no other process can have a transaction open: a side file that is not
+        // empty now is not another process's work in progress. Closing the last connection let
+        // SQLite remove the -wal; that is made durable before the copy appears under the name.
+        let folder = FileSystem.folder(of: path)
+        for suffix in ["-wal", "-journal"] where FileSystem.size(of: path + suffix) != nil {
+            guard FileSystem.size(of: path + suffix) == 0 else {
+                throw .ioFailure(path: path, operation: "swapping in the background copy", detail: "the \(suffix) file is not empty after the last connection closed; the database was left on its old key")
+            }
+            try? options.files.fsync(path + suffix)
+        }
+        do {
+            try options.files.fsyncDirectory(folder)
+        } catch {
+            throw .ioFailure(path: path, operation: "flushing the folder before the swap", detail: error.description)
+        }
+        do {
+            try copy.publish()
+        } catch .folderNotSynced(let error) {
+            logger.warning("folder fsync failed after the swap", metadata: ["path": "\(path)", "error": "\(error)"])
+        } catch {
+            throw .ioFailure(path: path, operation: "swapping in the background copy", detail: error.description)
+        }
+        swapped = true
+        // A process whose open waited on the lease holds the replaced file: make it find no
+        // database there rather than a stale one.
+        do {
+            try lease.overwriteStart(bytes: from.cipher.effective.pageSize ?? 4096)
+        } catch {
+            logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        // Such a process would also see SQLite's locks on the replaced file free: it would take
+        // the new file's live -journal for a hot one and roll it into the replaced file (deleting
+        // it), or, in WAL mode, close as the last connection and checkpoint and delete the new
+        // file's -wal. Holding a SHARED and a RESERVED lock on the replaced file, as a connection
+        // in a write transaction would, stops both for as long as this database lives.
+        do {
+            try lease.lock(start: Self.sharedFirst, length: Self.sharedSize, exclusive: false)
+            try lease.lock(start: Self.reservedByte, length: 1, exclusive: true)
+        } catch {
+            logger.warning("could not lock the replaced file", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        // Its descriptor stays open: the blocks are freed after the writer lock is released (see
+        // `StepOutcome.swapped`), the locks held until the database is closed.
+        let replaced = lease.releaseKeepingOpen()
+        phase("swapped")
+
+        let to = keys.current
+        guard let opened = try KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: copy.key) else {
+            throw .verificationFailed(path: path, keyID: to.id, detail: "the swapped-in copy does not open with the new key")
+        }
+        if journalMode == "wal", (try? opened.journalMode()) != "wal" {
+            _ = try? opened.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+        }
+        writer = opened
+        writerKey = to
+        readers?.resume(keyedWith: Self.readerKey(for: to, path: path, options: options))
+        phase("reopened")
+        var report = RotationReport(
+            fromKeyID: from.id, toKeyID: to.id, journalMode: journalMode, bytes: bytes, rekeyDuration: figures.start.elapsed,
+            verifyDuration: verifyDuration, verification: check == nil ? .schema : options.verification,
+            totalDuration: figures.start.elapsed, method: .backgroundCopy)
+        report.background = BackgroundRotationFigures(
+            steps: figures.steps, longestStep: figures.longest, swapPause: pause.elapsed, copyDuration: figures.start.elapsed, temporaryBytes: bytes)
+        currentReport = currentReport.with(rotation: report)
+        do {
+            try setup.runOnWriter(opened, path: path)
+        } catch {
+            logger.error("prepareConnection failed on the rotated writer", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        logger.notice("rotated database key in the background", metadata: [
+            "path": "\(path)", "from": "\(from.id)", "to": "\(to.id)", "steps": "\(figures.steps)",
+            "longest_step_ms": "\(figures.longest.milliseconds)", "swap_ms": "\(pause.elapsed.milliseconds)",
+            "swap_phases_ms": "\(phases.joined(separator: ", "))",
+        ])
+        return .swapped(report, replaced: replaced)
+    }
+}
