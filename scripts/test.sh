@@ -78,10 +78,11 @@ host_suite() {
   fi
   if [ "${TSAN:-1}" != 0 ]; then
     # The suites whose code shares state between threads: the reader pool, transactions, the page
-    # re-encryption's workers and write-behind syncs, following a rotation made elsewhere, group commit.
+    # re-encryption's workers and write-behind syncs, following a rotation made elsewhere, group commit,
+    # background rotation (its thread and the writer lock).
     phase "SQLCipher $engine: ThreadSanitizer (concurrency, transactions, page re-encryption workers, catch-up)" \
       swift test --sanitize=thread --scratch-path .build-tsan \
-        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests"
+        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests|BackgroundRotationTests"
   fi
 }
 
