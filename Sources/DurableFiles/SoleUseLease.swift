@@ -40,7 +40,21 @@ package final class SoleUseLease {
     private static let setSignal: Int32 = 10
 
     /// Opens `path` and takes a write lease on it.
-    package static func acquire(_ path: String) -> Outcome {
+    ///
+    /// A descriptor another thread's `fork` copied into its child lives until the child's `exec`,
+    /// so a refusal is tried again `attempts` times, 2 ms apart, before it counts as
+    /// ``Outcome/openElsewhere``.
+    package static func acquire(_ path: String, attempts: Int = 5) -> Outcome {
+        var outcome = attempt(path)
+        for _ in 1..<max(1, attempts) {
+            guard case .openElsewhere = outcome else { break }
+            usleep(2000)
+            outcome = attempt(path)
+        }
+        return outcome
+    }
+
+    private static func attempt(_ path: String) -> Outcome {
         let descriptor = open(path, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return .unprovable("cannot open the file: \(String(cString: strerror(errno)))") }
         // A lease break signals the holder, by default with SIGIO, whose default action ends the
@@ -83,7 +97,7 @@ package final class SoleUseLease {
 
     /// Releases the lease as ``release()`` does but leaves the descriptor open, and returns it to
     /// be closed later: for a file that was just replaced under its name, whose last close frees
-    /// its blocks (on ext4 here ~0.35 s per GB), so that the caller can do that after its pause.
+    /// its blocks (time in proportion to its size), so that the caller can do that after its pause.
     package func releaseKeepingOpen() -> ReplacedFile {
         guard descriptor >= 0 else { return ReplacedFile(descriptor: -1, zeroed: nil) }
         _ = fcntl(descriptor, Self.setLease, Int32(F_UNLCK))
@@ -131,12 +145,12 @@ package final class ReplacedFile {
 
     /// Frees the file's blocks from its end in steps of `step` bytes, pausing `pause` between
     /// them, down to its zeroed start, and keeps the descriptor (and the locks taken through it)
-    /// until ``close()``. Freeing a large file's blocks at once (its
-    /// last close) makes the file system's journal commit that holds them slow (on ext4 mounted
-    /// with `discard` here, every `fsync` of another file meanwhile waited up to ~50 ms for a
-    /// 2 GB file); in steps, each waits for one step at most. The zeroed start stays, so that a
-    /// process that opened the file before it was replaced still finds no database in it (a file
-    /// cut to nothing would read as a new, empty database). Without a zeroed start, only closes.
+    /// until ``close()``. Freeing a large file's blocks at once (its last close) makes the file
+    /// system's journal commit that holds them slow, and every `fsync` of another file meanwhile
+    /// waits for it (measured in Benchmarks/README.md); in steps, each waits for one step at most.
+    /// The zeroed start stays, so that a process that opened the file before it was replaced still
+    /// finds no database in it (a file cut to nothing would read as a new, empty database).
+    /// Without a zeroed start, it only keeps the descriptor.
     package func shrink(step: Int64 = 64 << 20, pause: useconds_t = 5000) {
         if descriptor >= 0, let zeroed, zeroed > 0 {
             var status = stat()

@@ -150,6 +150,53 @@ struct BackgroundRotationTests {
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
     }
 
+    @Test("keys that name non-default settings (8 KiB pages, 10,000 KDF rounds) and a pool of 3 readers: copied in the background, the shell opens it with those settings and the new key only")
+    func nonDefaultSettingsWithPool() async throws {
+        let directory = TemporaryDirectory("background-settings-pool")
+        let ring = TestKeyring([.passphrase, .passphrase], in: directory)
+        let path = directory.file("app.sqlite")
+        let settings = CipherSettings(kdfIterations: 10_000, pageSize: 8192)
+        let keys = try KeyList(database: path, keys: ring.keys.map { DatabaseKey(id: $0.id, source: $0.key.source, cipher: settings) }, environment: ring.environment)
+        let oldOnly = try KeyList(database: path, keys: [DatabaseKey(id: ring.keys[0].id, source: ring.keys[0].key.source, cipher: settings)], environment: ring.environment)
+        do {
+            let creator = try EncryptedDatabase(path: path, keys: oldOnly, options: OpenOptions(createIfMissing: true))
+            try await creator.writeWithoutTransaction { db in
+                _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+                try db.execute(Fixture.sql(rows: 500))
+                try db.execute("CREATE TABLE filler(id INTEGER PRIMARY KEY, body BLOB)")
+                try db.execute("WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 2000) INSERT INTO filler(body) SELECT randomblob(4000) FROM n")
+            }
+        }
+        var options = OpenOptions(concurrentReaders: 3)
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+        let rotation = try #require(database.backgroundRotation)
+        // Pooled reads while it copies.
+        async let reads: Int = withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    var count = 0
+                    while !rotation.state.isFinal {
+                        count += try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } ?? 0
+                    }
+                    return count
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let report = try await rotation.result()
+        #expect(try await reads > 0)
+        #expect(report.method == .backgroundCopy, "fallback: \(report.fallbackReason ?? "none")")
+        #expect(database.readerPoolCipherKey?.id == "k2")
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 2000)
+        #expect(try await database.read { try $0.integerPragma("cipher_page_size") } == 8192)
+        let pragmas = "PRAGMA kdf_iter = 10000;\nPRAGMA cipher_page_size = 8192;\n"
+        let newShell = try SQLCipherShell.run(path, key: nil, ring.keys[1].shellKey.pragma + pragmas + "SELECT count(*) FROM filler; PRAGMA user_version; PRAGMA quick_check;")
+        #expect(newShell.stdout.split(separator: "\n").map(String.init) == ["2000", "42", "ok"], "\(newShell.stderr)")
+        let oldShell = try SQLCipherShell.run(path, key: nil, ring.keys[0].shellKey.pragma + pragmas + "SELECT count(*) FROM filler;")
+        #expect(oldShell.status != 0, "the old key still opens the file")
+    }
+
     @Test("new cipher settings: the export runs instead, with the reason in the report")
     func settingsChangeFallsBack() async throws {
         let directory = TemporaryDirectory("background-settings")

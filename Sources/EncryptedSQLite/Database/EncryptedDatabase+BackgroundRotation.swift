@@ -228,7 +228,7 @@ extension EncryptedDatabase {
             case .ended:
                 return rotation.state.isFinal ? rotation.state : .abandoned(reason: "another rotation changed the file")
             case .swapped(let report, let replaced):
-                // Freeing the replaced file's blocks takes ~0.35 s per GB on ext4: after the writer
+                // Freeing the replaced file's blocks takes time in proportion to its size: after the writer
                 // lock, while the database serves, and in steps (see `ReplacedFile`). Its zeroed
                 // first page and its locks stay until the database is closed.
                 replaced.shrink()
