@@ -176,9 +176,9 @@ struct BackgroundRotationTests {
             for _ in 0..<3 {
                 group.addTask {
                     var count = 0
-                    while !rotation.state.isFinal {
+                    repeat {
                         count += try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } ?? 0
-                    }
+                    } while !rotation.state.isFinal
                     return count
                 }
             }
@@ -190,7 +190,8 @@ struct BackgroundRotationTests {
         #expect(database.readerPoolCipherKey?.id == "k2")
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 2000)
         #expect(try await database.read { try $0.integerPragma("cipher_page_size") } == 8192)
-        let pragmas = "PRAGMA kdf_iter = 10000;\nPRAGMA cipher_page_size = 8192;\n"
+        // The key line ends in a dot-command on a SQLCipher 4 shell: the SQL starts on a new line.
+        let pragmas = "\nPRAGMA kdf_iter = 10000;\nPRAGMA cipher_page_size = 8192;\n"
         let newShell = try SQLCipherShell.run(path, key: nil, ring.keys[1].shellKey.pragma + pragmas + "SELECT count(*) FROM filler; PRAGMA user_version; PRAGMA quick_check;")
         #expect(newShell.stdout.split(separator: "\n").map(String.init) == ["2000", "42", "ok"], "\(newShell.stderr)")
         let oldShell = try SQLCipherShell.run(path, key: nil, ring.keys[0].shellKey.pragma + pragmas + "SELECT count(*) FROM filler;")
