@@ -350,7 +350,7 @@ struct BackgroundRotationWorkload {
     private static func serviceTask(_ task: Int, database: EncryptedDatabase, load: Load, fillerRows: Int, origin: ContinuousClock.Instant,
                                     stop: Flag, log: ServiceLog) async {
         var seq = 0
-        var random = SplitMix(seed: UInt64(task + 1) &* 0x9E37_79B9_7F4A_7C15)
+        var random = SplitMix64(seed: UInt64(task + 1) &* 0x9E37_79B9_7F4A_7C15)
         var next = ContinuousClock.now
         let body = load.bodyBytes
         while !stop.isSet {
@@ -635,18 +635,5 @@ struct CapturingHandler: LogHandler {
     func log(event: LogEvent) {
         let all = metadata.merging(event.metadata ?? [:]) { $1 }
         sink.add(.init(message: "\(event.message)", metadata: all.mapValues { "\($0)" }))
-    }
-}
-
-/// A small seeded generator (SplitMix64) for the service's random reads.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

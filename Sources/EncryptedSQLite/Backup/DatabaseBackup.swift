@@ -75,13 +75,9 @@ struct DatabaseBackup {
         let stopwatch = Stopwatch()
         guard case .missing = DatabaseFileKind.inspect(path: target) else { throw .targetExists(path: target) }
         RotationTemporaries.removeStale(of: target)
-        let temporary = RotationTemporaries.newPath(for: target, suffix: RotationTemporaries.backupSuffix)
-        let file: DurableNewFile
-        do {
-            file = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: files)
-        } catch {
-            throw .ioFailure(path: target, operation: "creating the backup's temporary file", detail: error.description)
-        }
+        let file = try RotationTemporaries.create(for: target, suffix: RotationTemporaries.backupSuffix, files: files,
+                                                  reported: target, operation: "creating the backup's temporary file")
+        let temporary = file.temporaryPath
         defer { file.close() }
         let method = method
         let facts = try copy(into: temporary, method: method)

@@ -120,13 +120,9 @@ public enum DatabaseInspection {
         } catch {
             throw .ioFailure(path: path, operation: "reading the database", detail: "\(error)")
         }
-        let temporary = RotationTemporaries.newPath(for: target, suffix: RotationTemporaries.exportSuffix)
-        let copy: DurableNewFile
-        do {
-            copy = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: nil, files: files)
-        } catch {
-            throw .ioFailure(path: target, operation: "creating a temporary file", detail: error.description)
-        }
+        let copy = try RotationTemporaries.create(for: target, suffix: RotationTemporaries.exportSuffix, files: files,
+                                                  reported: target, operation: "creating the temporary file")
+        let temporary = copy.temporaryPath
         defer { copy.close() }
         let plaintext = ResolvedKey(id: "plaintext copy", material: nil)
         let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)

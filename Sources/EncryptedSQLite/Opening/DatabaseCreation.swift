@@ -31,13 +31,8 @@ struct DatabaseCreation {
             throw .fileNotFound(path: path)
         }
         // SQLite treats the empty file as a new database; the lock marks it as ours while we live.
-        let file: DurableNewFile
-        do {
-            file = try DurableNewFile(temporaryPath: RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.createSuffix),
-                                      mode: FileSystem.newFileMode, ownerOf: nil, files: files)
-        } catch {
-            throw EncryptedDatabaseError.from(error, path: path, operation: "creating the database")
-        }
+        let file = try RotationTemporaries.create(for: path, suffix: RotationTemporaries.createSuffix, files: files,
+                                                  reported: path, operation: "creating the database as")
         defer { file.close() }
         do {
             let connection = try KeyTrial(path: file.temporaryPath, access: .readWrite, busyTimeout: busyTimeout).connect(key, create: true)

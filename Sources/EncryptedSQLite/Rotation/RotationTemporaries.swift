@@ -33,6 +33,20 @@ enum RotationTemporaries {
         return FileSystem.folder(of: path) + "/.\(name).\(random)\(suffix)"
     }
 
+    /// Creates a new temporary of `path` (``newPath(for:suffix:)``), locked while it lives, with
+    /// `mode` and, when `ownerOf` is given, that file's owner.
+    /// - Throws: ``EncryptedDatabaseError`` naming `reported` (the database, or a backup's
+    ///   target) and `operation`: `diskFull`, `readOnly` or `ioFailure` (``EncryptedDatabaseError/from(_:path:operation:)``).
+    static func create(for path: String, suffix: String, mode: mode_t = FileSystem.newFileMode, ownerOf owner: String? = nil,
+                       files: FileOperations, reported: String, operation: String) throws(EncryptedDatabaseError) -> DurableNewFile {
+        let temporary = newPath(for: path, suffix: suffix)
+        do {
+            return try DurableNewFile(temporaryPath: temporary, mode: mode, ownerOf: owner, files: files)
+        } catch {
+            throw .from(error, path: reported, operation: "\(operation) \(temporary)")
+        }
+    }
+
     /// `true` for a name of the exact form of a temporary of the database named `name`.
     static func isTemporaryName(_ candidate: String, of name: String) -> Bool {
         let prefix = "." + name + "."

@@ -42,14 +42,10 @@ final class BackgroundCopy {
     /// - Throws: ``EncryptedDatabaseError``.
     static func create(path: String, from: ResolvedKey, to: ResolvedKey, busyTimeout: Duration, files: FileOperations) throws(EncryptedDatabaseError) -> BackgroundCopy {
         RotationTemporaries.removeStale(of: path, files: files)
-        let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.onlineSuffix)
-        let file: DurableNewFile
-        do {
-            // Owner-only while it is written; it gets the database's permissions just before the swap.
-            file = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.newFileMode, ownerOf: path, files: files)
-        } catch {
-            throw .ioFailure(path: path, operation: "creating the background rotation's new file \(temporary)", detail: error.description)
-        }
+        // Owner-only while it is written; it gets the database's permissions just before the swap.
+        let file = try RotationTemporaries.create(for: path, suffix: RotationTemporaries.onlineSuffix, ownerOf: path, files: files,
+                                                  reported: path, operation: "creating the background rotation's new file")
+        let temporary = file.temporaryPath
         let trial = KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout)
         do {
             // The first commit writes page 1, and with it the salt the new key is derived with.

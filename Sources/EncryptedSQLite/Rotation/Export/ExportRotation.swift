@@ -55,13 +55,9 @@ struct ExportRotation: Rotation {
         context.logger.notice("rewriting database through an export", metadata: [
             "path": "\(path)", "from": "\(context.from.id)", "to": "\(context.to.id)", "settings": "\(context.to.cipher)", "bytes": "\(bytes)",
         ])
-        let temporary = RotationTemporaries.newPath(for: path, suffix: RotationTemporaries.exportSuffix)
-        let copy: DurableNewFile
-        do {
-            copy = try DurableNewFile(temporaryPath: temporary, mode: FileSystem.permissions(of: path) ?? 0o600, ownerOf: path, files: context.files)
-        } catch {
-            throw .ioFailure(path: path, operation: "creating the temporary \(temporary)", detail: error.description)
-        }
+        let copy = try RotationTemporaries.create(for: path, suffix: RotationTemporaries.exportSuffix, mode: FileSystem.permissions(of: path) ?? 0o600,
+                                                  ownerOf: path, files: context.files, reported: path, operation: "creating the temporary")
+        let temporary = copy.temporaryPath
         defer { copy.close() }
 
         let exporter = DatabaseExport(path: path, busyTimeout: context.busyTimeout)
