@@ -112,7 +112,8 @@ extension EncryptedDatabase {
         let to = keys.current
         let from = writerLock.withLock { writerKey }
         let outcome: BackgroundRotation.State
-        if let reason = Self.backgroundIneligibility(from: from, to: to) ?? spaceProblem() {
+        let spaceShortfall = RotationContext.spaceShortfall(bytes: FileSystem.size(of: path) ?? 0, in: FileSystem.folder(of: path), for: "a second copy of the file")
+        if let reason = Self.backgroundIneligibility(from: from, to: to) ?? spaceShortfall {
             outcome = fallBack(rotation, keys: keys, reason: reason)
         } else {
             do {
@@ -136,16 +137,6 @@ extension EncryptedDatabase {
             Telemetry.rotated(method: report.method.rawValue, fromKey: report.fromKeyID, toKey: report.toKeyID, bytes: report.bytes, duration: report.totalDuration)
         }
         rotation.update(outcome)
-    }
-
-    /// Why there is no room for the copy, or `nil`.
-    private func spaceProblem() -> String? {
-        let size = FileSystem.size(of: path) ?? 0
-        let needed = size + size / 16 + 1 << 20
-        if let available = FileSystem.availableBytes(at: FileSystem.folder(of: path)), available < needed {
-            return "a second copy of the file needs about \(needed) bytes free, \(available) are available"
-        }
-        return nil
     }
 
     /// Runs the ordinary rotation (holding the database for the whole rewrite) and records why.

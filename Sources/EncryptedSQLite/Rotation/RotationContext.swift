@@ -71,13 +71,22 @@ struct RotationContext {
     /// Throws ``EncryptedDatabaseError/diskFull(path:detail:)`` unless the file system and the
     /// process file-size limit (`ulimit -f`) leave room for `bytes` more (plus a margin).
     func requireSpace(bytes: Int64, for what: String) throws(EncryptedDatabaseError) {
+        if let shortfall = Self.spaceShortfall(bytes: bytes, in: folder, for: what) {
+            throw .diskFull(path: path, detail: shortfall)
+        }
+    }
+
+    /// Why the file system holding `folder` or the process file-size limit (`ulimit -f`) cannot
+    /// take `bytes` more (plus a margin), or `nil` when they can.
+    static func spaceShortfall(bytes: Int64, in folder: String, for what: String) -> String? {
         let needed = bytes + bytes / 16 + 64 * 1024
         if let available = FileSystem.availableBytes(at: folder), available < needed {
-            throw .diskFull(path: path, detail: "\(what) needs about \(needed) bytes free, \(available) are available")
+            return "\(what) needs about \(needed) bytes free, \(available) are available"
         }
         if let limit = FileSystem.fileSizeLimit(), limit < needed {
-            throw .diskFull(path: path, detail: "the process file-size limit (ulimit -f) is \(limit) bytes; \(what) needs about \(needed)")
+            return "the process file-size limit (ulimit -f) is \(limit) bytes; \(what) needs about \(needed)"
         }
+        return nil
     }
 
     // MARK: WAL mode
