@@ -130,7 +130,8 @@ extension Connection {
     /// - Throws: ``SQLiteError`` or `DecodingError`.
     public func fetch<R: TableRecord>(_ type: R.Type, key: some DatabaseValueConvertible) throws -> R? {
         let statement = try cachedStatement("SELECT * FROM \(SQLIdentifier.quoted(R.databaseTableName)) WHERE \(SQLIdentifier.quoted(R.primaryKeyColumn)) = ?")
-        return try statement.fetchOne([key]).map { try $0.decode(R.self) }
+        try statement.bind([key])
+        return try statement.firstRow { try $0.decode(R.self) }
     }
 
     /// Every record of the table, in primary-key order.

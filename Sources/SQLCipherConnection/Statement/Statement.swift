@@ -37,6 +37,10 @@ public final class Statement {
     /// `deinit` (kept unmanaged so that using it costs no reference counting).
     @exclusivity(unchecked)
     private var rowDecoderReference: Unmanaged<ColumnsDecoder>?
+    /// The columns of the last ``RowDecodable`` type read from this statement's rows, resolved
+    /// against its result columns (``recordColumns(for:)``).
+    @exclusivity(unchecked)
+    var recordColumnsCache: (type: ObjectIdentifier, columns: RowColumns)?
     /// The bytes of the bound text and blob values, which SQLite reads in place.
     @exclusivity(unchecked)
     var bindingBytes = BindingBuffer()
@@ -45,10 +49,11 @@ public final class Statement {
     @usableFromInline
     var needsReset = false
 
-    /// Decodes the current row into `T`, reading the columns in place, with the statement's
-    /// decoder (``ColumnsDecoder``), made once.
+    /// Decodes the current row into `T`, reading the columns in place: by position when `T` is
+    /// ``RowDecodable``, else with the statement's decoder (``ColumnsDecoder``), made once.
     @usableFromInline
     func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
+        if let recordType = T.self as? any RowDecodable.Type { return try decodeRecord(recordType, as: T.self) }
         if rowDecoderReference == nil {
             rowDecoderReference = .passRetained(ColumnsDecoder(statement: .passUnretained(self)))
         }
@@ -109,6 +114,7 @@ public final class Statement {
         if !unchanged {
             layoutCache = nil
             columnRequests = ColumnRequestCache()
+            recordColumnsCache = nil
         }
     }
 

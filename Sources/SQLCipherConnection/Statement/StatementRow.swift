@@ -96,4 +96,19 @@ public struct StatementRow {
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try statement.decodeRow(T.self)
     }
+
+    /// Reads the row into a ``RowDecodable`` type by column position: the same result as the
+    /// `Decodable` path, without Codable's dispatch. The statement resolves the type's column
+    /// names to indexes once.
+    ///
+    /// ```swift
+    /// try statement.forEachRow { row in
+    ///     let player = try row.decode(Player.self)   // struct Player: Codable, RowDecodable
+    /// }
+    /// ```
+    /// - Throws: `DecodingError` naming the column when a column is missing or does not convert.
+    @inlinable
+    public func decode<T: RowDecodable>(_ type: T.Type = T.self) throws -> T {
+        try T(row: self, columns: statement.recordColumns(for: T.self))
+    }
 }
