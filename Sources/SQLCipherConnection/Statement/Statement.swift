@@ -41,6 +41,10 @@ public final class Statement {
     /// against its result columns (``recordColumns(for:)``).
     @exclusivity(unchecked)
     var recordColumnsCache: (type: ObjectIdentifier, columns: RowColumns)?
+    /// The last type ``decodeRow(_:)`` decoded, and whether it is ``RowDecodable``: the dynamic
+    /// cast is made once per type, not once per row.
+    @exclusivity(unchecked)
+    private var decodedType: (type: ObjectIdentifier, record: (any RowDecodable.Type)?)?
     /// The bytes of the bound text and blob values, which SQLite reads in place.
     @exclusivity(unchecked)
     var bindingBytes = BindingBuffer()
@@ -53,7 +57,14 @@ public final class Statement {
     /// ``RowDecodable``, else with the statement's decoder (``ColumnsDecoder``), made once.
     @usableFromInline
     func decodeRow<T: Decodable>(_ type: T.Type) throws -> T {
-        if let recordType = T.self as? any RowDecodable.Type { return try decodeRecord(recordType, as: T.self) }
+        let recordType: (any RowDecodable.Type)?
+        if let decodedType, decodedType.type == ObjectIdentifier(T.self) {
+            recordType = decodedType.record
+        } else {
+            recordType = T.self as? any RowDecodable.Type
+            decodedType = (ObjectIdentifier(T.self), recordType)
+        }
+        if let recordType { return try decodeRecord(recordType, as: T.self) }
         if rowDecoderReference == nil {
             rowDecoderReference = .passRetained(ColumnsDecoder(statement: .passUnretained(self)))
         }
