@@ -9,6 +9,22 @@ struct Item: Codable, Equatable {
     var score: Double
 }
 
+/// The same row, also read by position (a hand-written ``RowDecodable`` conformance).
+struct RowItem: Codable, Equatable {
+    var id: Int64
+    var name: String
+    var score: Double
+}
+
+extension RowItem: RowDecodable {
+    static var databaseColumnNames: [String] { ["id", "name", "score"] }
+    init(row: StatementRow, columns: RowColumns) throws {
+        self.id = try columns.decode(0, in: row)
+        self.name = try columns.decode(1, in: row)
+        self.score = try columns.decode(2, in: row)
+    }
+}
+
 /// Workloads 1–3: insert, fetch all, primary-key lookups; raw C and EncryptedSQLite on files keyed
 /// with the same raw key (`x'<64 hex>'`, so that no key derivation is timed).
 struct TableWorkloads {
@@ -140,6 +156,11 @@ struct TableWorkloads {
         try database.read { db in try db.query(Item.self, Self.selectSQL) }
     }
 
+    /// The ``RowDecodable`` record: columns resolved once, then read by position.
+    func libraryFetchRowDecodable(_ database: EncryptedDatabase) throws -> [RowItem] {
+        try database.read { db in try db.query(RowItem.self, Self.selectSQL) }
+    }
+
     // MARK: 3. lookups
 
     func rawLookups(_ db: RawConnection) throws -> Double {
@@ -195,14 +216,9 @@ struct TableWorkloads {
         let database = try EncryptedDatabase(path: path, keys: keyList(path))
         let expected = try rawFetchAll(raw)
         if options.runs(.fetch) {
-            let variants: [(String, String, Target?, (EncryptedDatabase) throws -> [Item])] = [
-                ("2 fetch all, by index", "query { row in row.get(0)… }", .ratioAtMost(1.10), libraryFetchByIndex),
-                ("2 fetch all, by name", "query { row in row.get(\"id\")… }", .ratioAtMost(1.10), libraryFetchByName),
-                ("2 fetch all, Decodable", "query(Item.self, …)", .ratioAtMost(1.2), libraryFetchDecodable),
-                ("2 fetch all, [Row]", "(query(…) → [Row], then map)", nil, libraryFetchRows),
-            ]
-            for (name, library, target, fetch) in variants {
-                guard try fetch(database) == expected else { throw BenchmarkError("\(name): rows differ from the raw C fetch") }
+            /// Checks one variant's rows against the raw C fetch, then times it against raw C.
+            func fetchRow<T>(_ name: String, _ library: String, _ target: Target?, _ fetch: (EncryptedDatabase) throws -> [T], items: ([T]) -> [Item]) throws {
+                guard items(try fetch(database)) == expected else { throw BenchmarkError("\(name): rows differ from the raw C fetch") }
                 var sink = 0
                 let samples = try paired(runs: options.runs,
                                          baseline: { try timedRegion { sink &+= try rawFetchAll(raw).count } },
@@ -210,6 +226,13 @@ struct TableWorkloads {
                 precondition(sink == 2 * options.runs * rows)
                 report.add(.timed(workload: name, baseline: "raw C, step + column_*", library: library, samples: samples, target: target))
             }
+            let same: ([Item]) -> [Item] = { $0 }
+            try fetchRow("2 fetch all, by index", "query { row in row.get(0)… }", .ratioAtMost(1.10), libraryFetchByIndex, items: same)
+            try fetchRow("2 fetch all, by name", "query { row in row.get(\"id\")… }", .ratioAtMost(1.10), libraryFetchByName, items: same)
+            try fetchRow("2 fetch all, Decodable", "query(Item.self, …)", .ratioAtMost(1.2), libraryFetchDecodable, items: same)
+            try fetchRow("2 fetch all, RowDecodable", "query(RowItem.self, …)", .ratioAtMost(1.2), libraryFetchRowDecodable,
+                         items: { $0.map { Item(id: $0.id, name: $0.name, score: $0.score) } })
+            try fetchRow("2 fetch all, [Row]", "(query(…) → [Row], then map)", nil, libraryFetchRows, items: same)
         }
         if options.runs(.lookup) {
             guard try rawLookups(raw) == libraryLookups(database) else { throw BenchmarkError("lookups differ from the raw C lookups") }
@@ -239,6 +262,7 @@ struct TableWorkloads {
             case .fetchIndex: _ = try timedRegion { _ = try libraryFetchByIndex(database) }
             case .fetchName: _ = try timedRegion { _ = try libraryFetchByName(database) }
             case .fetchDecodable: _ = try timedRegion { _ = try libraryFetchDecodable(database) }
+            case .fetchRowDecodable: _ = try timedRegion { _ = try libraryFetchRowDecodable(database) }
             case .fetchRows: _ = try timedRegion { _ = try libraryFetchRows(database) }
             case .lookupRaw: _ = try timedRegion { _ = try rawLookups(raw) }
             case .lookupLibrary: _ = try timedRegion { _ = try libraryLookups(database) }
@@ -251,7 +275,8 @@ struct TableWorkloads {
 /// The variants `--profile` runs once, for `valgrind --tool=callgrind`.
 enum ProfileVariant: String, CaseIterable {
     case insertRaw = "insert-raw", insertLibrary = "insert-lib", insertArrays = "insert-arrays"
-    case fetchRaw = "fetch-raw", fetchIndex = "fetch-index", fetchName = "fetch-name", fetchDecodable = "fetch-decodable", fetchRows = "fetch-rows"
+    case fetchRaw = "fetch-raw", fetchIndex = "fetch-index", fetchName = "fetch-name", fetchDecodable = "fetch-decodable"
+    case fetchRowDecodable = "fetch-rowdecodable", fetchRows = "fetch-rows"
     case lookupRaw = "lookup-raw", lookupLibrary = "lookup-lib"
     case openOneKey = "open-1key", openFiveKeys = "open-5keys", openPool = "open-pool"
     case concurrencyRawDelete = "concurrency-raw-delete", concurrencyLibraryDelete = "concurrency-lib-delete"
