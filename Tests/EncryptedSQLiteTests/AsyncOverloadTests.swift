@@ -1,3 +1,4 @@
+import DurableFiles
 import EncryptedSQLite
 import Foundation
 import Testing
@@ -50,6 +51,42 @@ struct AsyncOverloadTests {
         }
         let rows = try await database.read { db in try db.queryValue("SELECT count(*) FROM t", as: Int.self) }
         #expect(rows == 1)
+        withExtendedLifetime(scratch) {}
+    }
+
+    @Test("with a reader pool, an async read runs in the calling task when a reader is free; when every reader is busy, the task waits suspended and the read runs on the database's queue once a reader is back")
+    func pooledReads() async throws {
+        let scratch = try Scratch(readers: 1)
+        let database = scratch.database
+        try await database.write { db in try db.execute("CREATE TABLE t(x); INSERT INTO t(x) VALUES (1)") }
+        try await Probe.$inCallingTask.withValue(true) {
+            #expect(try await database.read { _ in Probe.inCallingTask }, "a free reader: the read ran in the task")
+
+            // The only reader, held by a blocking read on a thread of its own.
+            let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                _ = try? database.read { _ in
+                    holding.signal()
+                    release.wait()
+                }
+                released.signal()
+            }
+            holding.wait()
+            let finished = Locked(false)
+            let waiting = Task {
+                try await database.read { db in
+                    defer { finished.withLock { $0 = true } }
+                    return (Probe.inCallingTask, try db.queryValue("SELECT count(*) FROM t", as: Int.self))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(!finished.withLock { $0 }, "the read waited for the busy reader")
+            release.signal()
+            let (inTask, count) = try await waiting.value
+            #expect(!inTask, "it ran on the database's queue, not in the task")
+            #expect(count == 1)
+            released.wait()
+        }
         withExtendedLifetime(scratch) {}
     }
 

@@ -105,6 +105,30 @@ struct RotationElsewhereTests {
         #expect(again == Array(repeating: 1, count: 5))
     }
 
+    @Test("async reads on a pool follow a rotation made elsewhere (the idle reader on the old key meets it in the task), each closure run once; a closure's own 'not a database' is not retried")
+    func asyncPooledReadsFollow() async throws {
+        var setup = try Setup()
+        let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 2))
+        try await database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('before')") }
+        _ = try await database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) }
+        #expect(database.readerPoolOpenCount == 1, "a reader on key-0, idle")
+
+        try setup.rotateElsewhere()
+        let runs = Locked(0)
+        let count = try await database.read { db in
+            runs.withLock { $0 += 1 }
+            return try db.queryValue("SELECT count(*) FROM notes", as: Int.self)
+        }
+        #expect(count == 1)
+        #expect(runs.withLock { $0 } == 1)
+        #expect(database.report.openedWithKeyID == "key-1")
+        #expect(database.readerPoolCipherKey?.id == "key-1")
+
+        let failure = SQLiteError(code: .notADatabase, message: "from the closure")
+        await #expect(throws: failure) { try await database.read { _ in runs.withLock { $0 += 1 }; throw failure } }
+        #expect(runs.withLock { $0 } == 2)
+    }
+
     @Test("a key provider is called again when the file was rotated elsewhere")
     func followsFromProvider() throws {
         var setup = try Setup()

@@ -2,17 +2,22 @@ import EncryptedSQLite
 import Foundation
 import TestSupport
 
-/// A new encrypted database (raw key, no KDF cost) in its own folder.
+/// A new encrypted database (raw key, no KDF cost) in its own folder; with `readers`, in WAL mode
+/// and opened again with a pool of that many readers.
 struct Scratch {
     let directory = TemporaryDirectory("scratch")
     let path: String
     let database: EncryptedDatabase
 
-    init(walMode: Bool = false) throws {
+    init(walMode: Bool = false, readers: Int = 0) throws {
         path = directory.file("scratch.sqlite")
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "k", source: .hex(TestKeys.hex()))])
-        database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
-        if walMode { try database.writeWithoutTransaction { db in _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) } }
+        var database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
+        if walMode || readers > 0 {
+            try database.writeWithoutTransaction { db in _ = try db.queryValue("PRAGMA journal_mode = WAL", as: String.self) }
+        }
+        if readers > 0 { database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(concurrentReaders: readers)) }
+        self.database = database
     }
 
     func run<T>(_ body: (Connection) throws -> T) throws -> T { try database.writeWithoutTransaction(body) }

@@ -43,7 +43,20 @@ final class ReaderPool: @unchecked Sendable {
     /// Runs `body` on a reader inside a deferred transaction (a consistent snapshot), waiting for
     /// a free reader when all are busy.
     func withReader<T>(_ body: (Connection) throws -> T) throws -> T {
-        let (connection, generation) = try checkOut()
+        // Waiting, a reader always comes.
+        try withCheckedOut(try checkOut(waiting: true)!, body)
+    }
+
+    /// Runs `body` as ``withReader(_:)`` does when a reader is free now (idle, or one more may
+    /// open); returns `nil` at once, without running `body`, when every reader is in use or the
+    /// pool is drained for a rotation.
+    func withFreeReader<T>(_ body: (Connection) throws -> T) throws -> T? {
+        guard let checkedOut = try checkOut(waiting: false) else { return nil }
+        return try withCheckedOut(checkedOut, body)
+    }
+
+    private func withCheckedOut<T>(_ checkedOut: (Connection, generation: Int), _ body: (Connection) throws -> T) throws -> T {
+        let (connection, generation) = checkedOut
         var reusable = true
         defer { checkIn(connection, reusable: reusable, generation: generation) }
         do {
@@ -54,9 +67,17 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    private func checkOut() throws -> (Connection, generation: Int) {
+    /// A reader and the generation it belongs to; when none is free, waits for one, or returns
+    /// `nil` when not `waiting`.
+    private func checkOut(waiting: Bool) throws -> (Connection, generation: Int)? {
         condition.lock()
-        while draining || (idle.isEmpty && opened >= capacity) { condition.wait() }
+        while draining || (idle.isEmpty && opened >= capacity) {
+            guard waiting else {
+                condition.unlock()
+                return nil
+            }
+            condition.wait()
+        }
         let generation = self.generation
         if let connection = idle.popLast() {
             checkedOut += 1

@@ -1,11 +1,31 @@
 import Foundation
 
 extension EncryptedDatabase {
-    /// `read(_:)` for Swift concurrency: runs on a thread of the database's own dispatch queue,
-    /// not on the cooperative pool.
+    /// `read(_:)` for Swift concurrency.
+    ///
+    /// With a reader pool, when a reader is free the read runs at once on the calling task's
+    /// thread: a pooled read waits for nothing (not for the writer, in WAL mode), so it is the
+    /// work of its statements only, without two thread hand-overs that cost about ten times a
+    /// primary-key lookup. When every reader is in use, while a rotation has the pool, or without
+    /// a pool (the read then shares the writer), it runs on a thread of the database's own
+    /// dispatch queue and the task waits suspended, so no thread of the cooperative pool waits.
+    /// Either way the call suspends the task at least once (`Task.yield()`), so a loop of reads
+    /// leaves room for the other tasks of its thread.
+    ///
+    /// ```swift
+    /// let count = try await database.read { db in
+    ///     try db.queryValue("SELECT count(*) FROM notes", as: Int.self)
+    /// }
+    /// ```
     /// - Throws: as `read(_:)`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await run(on: readers == nil ? writerQueue : queue) { try self.read(body) }
+        if let readers, case .read(let value) = try readOnFreeReader(readers, body) {
+            // Still a suspension point, as the caller expects of `await`: a loop of reads lets
+            // the other tasks of its thread run.
+            await Task.yield()
+            return value
+        }
+        return try await run(on: readers == nil ? writerQueue : queue) { try self.read(body) }
     }
 
     /// `write(_:)` for Swift concurrency.

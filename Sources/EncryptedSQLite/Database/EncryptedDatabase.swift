@@ -40,8 +40,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
     let readers: ReaderPool?
     let setup: ConnectionSetup
     let logger: Logger
-    /// Run the async overloads' work off the cooperative pool: pooled reads on `queue`, writes
-    /// (and reads on the writer) one after another on `writerQueue`'s one thread.
+    /// Run the async overloads' work off the cooperative pool: pooled reads that must wait for a
+    /// reader on `queue`, writes (and reads on the writer) one after another on `writerQueue`'s
+    /// one thread.
     let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
     let writerQueue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase.writer")
     let pendingWrites = PendingWrites()
@@ -213,6 +214,35 @@ public final class EncryptedDatabase: @unchecked Sendable {
                         return try body(db)
                     }
                 }
+            }
+        }
+    }
+
+    /// What ``readOnFreeReader(_:_:)`` did.
+    enum ReadOnFreeReader<T> {
+        /// `body` ran and returned this.
+        case read(T)
+        /// `body` did not run: no reader was free, or the file was found rotated elsewhere
+        /// before `body` started (`read(_:)` follows the rotation).
+        case notNow
+    }
+
+    /// Runs `body` as `read(_:)` does, on the calling thread, when a pooled reader is free now
+    /// and the file is still on the pool's key; otherwise returns `.notNow` without running it
+    /// and without waiting. A failure after `body` started is thrown unchanged, so `body` never
+    /// runs twice.
+    func readOnFreeReader<T>(_ readers: ReaderPool, _ body: (Connection) throws -> T) throws -> ReadOnFreeReader<T> {
+        try reentrancy.enter("read") {
+            var started = false
+            do {
+                let outcome = try readers.withFreeReader { db -> ReadOnFreeReader<T> in
+                    try Self.proveKey(db)
+                    started = true
+                    return .read(try body(db))
+                }
+                return outcome ?? .notNow
+            } catch let error as SQLiteError where error.code.primary == .notADatabase && !started {
+                return .notNow
             }
         }
     }
