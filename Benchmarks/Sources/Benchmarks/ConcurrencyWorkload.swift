@@ -35,19 +35,48 @@ struct ConcurrencyWorkload {
             """)
     }
 
-    /// `readHeavy`: the read-heavy variant's row (1 writer, 16 readers) with its own target.
+    /// `readHeavy`: the read-heavy variant's row (1 writer, 16 readers) with its own target, and
+    /// its ceiling: an implementation whose every awaited write is durable before it returns cannot
+    /// finish before its writer tasks' sequential commits do, so the best ratio it can reach is the
+    /// raw run's time over the raw writer chain's alone (`writers` threads, no readers, same file
+    /// shape). The chain is timed next to each raw run of the pairs (alternating which goes first),
+    /// and the ceiling is the median of the per-pair ratios, so that a slow phase of the shared
+    /// machine hits both sides of a ratio.
     func run(report: Report, modes: [Bool] = [false, true], readHeavy: Bool = false) throws {
         for wal in modes {
+            var rawRunSeconds: [Double] = []
+            var chainSeconds: [Double] = []
             let samples = try paired(runs: runs,
-                                     baseline: { try rawOpsPerSecond(wal: wal) },
+                                     baseline: {
+                                         guard readHeavy else { return try rawOpsPerSecond(wal: wal) }
+                                         let chainFirst = !chainSeconds.count.isMultiple(of: 2)
+                                         if chainFirst { chainSeconds.append(try rawSeconds(wal: wal, readers: 0)) }
+                                         rawRunSeconds.append(try rawSeconds(wal: wal, readers: readers))
+                                         if !chainFirst { chainSeconds.append(try rawSeconds(wal: wal, readers: 0)) }
+                                         return Double(totalOps) / rawRunSeconds.last!
+                                     },
                                      library: { try libraryOpsPerSecond(pool: wal) })
             let mode = wal ? "WAL" : "DELETE"
             // Issue 24's targets: at least the raw handle's rate without a pool, 1.5× with one, 1.8× read-heavy.
             let target: Target = readHeavy ? .ratioAtLeast(1.8) : wal ? .ratioAtLeast(1.5) : .ratioAtLeast(1.0)
+            var notes = ["operations": "\(totalOps) per run (\(opsPerTask) per task)"]
+            var ceilingLine: String?
+            if readHeavy {
+                let pairs = zip(rawRunSeconds, chainSeconds).map { (run: $0 * 1000, chain: $1 * 1000) }
+                let commits = writers * opsPerTask
+                let ceiling = String(format: "%.2f× (median over %d run pairs of raw run / its %d durable commits alone; medians %.1f ms / %.1f ms)",
+                                     median(pairs.map { $0.run / $0.chain }), pairs.count, commits,
+                                     median(pairs.map(\.run)), median(pairs.map(\.chain)))
+                notes["ceiling"] = ceiling
+                notes["ceilingRuns"] = pairs.map { String(format: "%.2f× = %.1f ms / %.1f ms", $0.run / $0.chain, $0.run, $0.chain) }
+                    .joined(separator: ", ")
+                ceilingLine = "    ceiling of the ratio when every awaited write is durable before it returns: " + ceiling
+            }
             report.add(ResultRow(workload: "7 \(writers)w+\(readers)r tasks, \(mode)", baseline: "raw C, 1 handle + mutex, \(mode)",
                                  library: wal ? "EncryptedDatabase, pool of \(poolReaders)" : "EncryptedDatabase, no pool",
                                  unit: "ops/s", baselineSamples: samples.baseline, librarySamples: samples.library, target: target,
-                                 notes: ["operations": "\(totalOps) per run (\(opsPerTask) per task)"]))
+                                 notes: notes))
+            if let ceilingLine { print(ceilingLine) }
         }
     }
 
@@ -64,6 +93,13 @@ struct ConcurrencyWorkload {
 
     /// Raw C: threads sharing one mutex-guarded connection.
     func rawOpsPerSecond(wal: Bool) throws -> Double {
+        Double(totalOps) / (try rawSeconds(wal: wal, readers: readers))
+    }
+
+    /// Seconds for `writers` writer threads and `readers` reader threads sharing one mutex-guarded
+    /// connection on a fresh file; with `readers` 0, the raw writer chain alone (the read-heavy
+    /// row's ceiling).
+    func rawSeconds(wal: Bool, readers: Int) throws -> Double {
         let path = folder + "/concurrency-raw.sqlite"
         try makeFile(path, wal: wal)
         let shared = try SharedRawConnection(path: path, key: "x'\(hexKey)'")
@@ -93,7 +129,7 @@ struct ConcurrencyWorkload {
         }
         try failures.check()
         guard try shared.count() == Self.initialRows + writers * opsPerTask else { throw BenchmarkError("raw concurrency lost rows") }
-        return Double(totalOps) / seconds
+        return seconds
     }
 
     /// EncryptedSQLite: Swift tasks using the async API.
