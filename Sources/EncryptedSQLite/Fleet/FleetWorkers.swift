@@ -3,7 +3,8 @@ import Foundation
 
 /// The worker pool of a fleet run, shared by ``FleetRotation`` and ``FleetInspection``: one job
 /// per database on at most `jobs` threads, each outcome reported as it finishes (one report at a
-/// time), and all outcomes returned in the order of the databases.
+/// time), and all outcomes returned in the order of the databases, once every worker thread has
+/// ended.
 struct FleetWorkers {
     /// The database paths, in the order their outcomes are returned.
     let paths: [String]
@@ -25,20 +26,14 @@ struct FleetWorkers {
         let sizes = paths.map { FileSystem.size(of: $0) ?? 0 }
         let state = FleetState<Outcome>(count: paths.count, bytesTotal: sizes.reduce(0, +))
         let workers = min(max(1, jobs), max(1, paths.count))
-        let group = DispatchGroup()
-        for _ in 0..<workers {
-            group.enter()
-            let thread = Thread {
-                defer { group.leave() }
-                while let index = state.nextIndex() {
-                    let outcome = work(index, sizes[index])
-                    state.finish(index, outcome, bytes: sizes[index], failed: isFailure(outcome), elapsed: stopwatch.elapsed, report: progress)
-                }
+        // Joined, not only finished: a command that exits right after this returns must not
+        // race a worker still tearing down its thread (see JoinedThreads).
+        JoinedThreads.run(count: workers, stackSize: 4 << 20) {
+            while let index = state.nextIndex() {
+                let outcome = work(index, sizes[index])
+                state.finish(index, outcome, bytes: sizes[index], failed: isFailure(outcome), elapsed: stopwatch.elapsed, report: progress)
             }
-            thread.stackSize = 4 << 20
-            thread.start()
         }
-        group.wait()
         return (state.outcomes(), stopwatch.elapsed, workers)
     }
 }
