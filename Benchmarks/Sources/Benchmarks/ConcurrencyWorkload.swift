@@ -46,6 +46,7 @@ struct ConcurrencyWorkload {
         for wal in modes {
             var rawRunSeconds: [Double] = []
             var chainSeconds: [Double] = []
+            let trace = LibraryRunTrace()
             let samples = try paired(runs: runs,
                                      baseline: {
                                          guard readHeavy else { return try rawOpsPerSecond(wal: wal) }
@@ -55,7 +56,7 @@ struct ConcurrencyWorkload {
                                          if !chainFirst { chainSeconds.append(try rawSeconds(wal: wal, readers: 0)) }
                                          return Double(totalOps) / rawRunSeconds.last!
                                      },
-                                     library: { try libraryOpsPerSecond(pool: wal) })
+                                     library: { try libraryOpsPerSecond(pool: wal, trace: readHeavy ? trace : nil) })
             let mode = wal ? "WAL" : "DELETE"
             // Issue 24's targets: at least the raw handle's rate without a pool, 1.5× with one, 1.8× read-heavy.
             let target: Target = readHeavy ? .ratioAtLeast(1.8) : wal ? .ratioAtLeast(1.5) : .ratioAtLeast(1.0)
@@ -71,6 +72,9 @@ struct ConcurrencyWorkload {
                 notes["ceilingRuns"] = pairs.map { String(format: "%.2f× = %.1f ms / %.1f ms", $0.run / $0.chain, $0.run, $0.chain) }
                     .joined(separator: ", ")
                 ceilingLine = "    ceiling of the ratio when every awaited write is durable before it returns: " + ceiling
+                let library = trace.summary()
+                notes["libraryRun"] = library
+                ceilingLine! += "\n    the library's runs: " + library
             }
             report.add(ResultRow(workload: "7 \(writers)w+\(readers)r tasks, \(mode)", baseline: "raw C, 1 handle + mutex, \(mode)",
                                  library: wal ? "EncryptedDatabase, pool of \(poolReaders)" : "EncryptedDatabase, no pool",
@@ -132,8 +136,9 @@ struct ConcurrencyWorkload {
         return seconds
     }
 
-    /// EncryptedSQLite: Swift tasks using the async API.
-    func libraryOpsPerSecond(pool: Bool) throws -> Double {
+    /// EncryptedSQLite: Swift tasks using the async API. With `trace`, also records how long each
+    /// writer task's awaits took and when the writer and reader tasks finished.
+    func libraryOpsPerSecond(pool: Bool, trace: LibraryRunTrace? = nil) throws -> Double {
         let path = folder + "/concurrency-lib.sqlite"
         try makeFile(path, wal: pool)
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "bench", source: .hex(hexKey))], environment: [:])
@@ -145,11 +150,15 @@ struct ConcurrencyWorkload {
                 for task in 0..<(writers + readers) {
                     let isWriter = task < writers
                     group.addTask {
+                        var awaits: [Duration] = []
+                        if trace != nil { awaits.reserveCapacity(opsPerTask) }
                         for op in 0..<opsPerTask {
                             if isWriter {
+                                let began = ContinuousClock.now
                                 try await database.write { db in
                                     try db.cachedStatement(Self.insertSQL).execute(values: "task-\(task)-\(op)", Double(op))
                                 }
+                                if trace != nil { awaits.append(ContinuousClock.now - began) }
                             } else {
                                 let id = Int64(1 + (task * 7919 + op * 104_729) % Self.initialRows)
                                 _ = try await database.read { db in
@@ -159,15 +168,63 @@ struct ConcurrencyWorkload {
                                 }
                             }
                         }
+                        trace?.finished(writer: isWriter, at: ContinuousClock.now - start, awaits: awaits)
                     }
                 }
                 try await group.waitForAll()
             }
             return (ContinuousClock.now - start).seconds
         }
+        trace?.endRun()
         let count = try database.read { db in try db.queryValue("SELECT count(*) FROM items", as: Int.self) }
         guard count == Self.initialRows + writers * opsPerTask else { throw BenchmarkError("library concurrency lost rows") }
         return Double(totalOps) / seconds
+    }
+}
+
+/// What the library's read-heavy runs spent their time on: when the reader tasks and the writer
+/// tasks were done, and how long the writers' awaits took (each a durable commit and the hand-over
+/// to the writer's queue and back). Printed under the read-heavy row and kept in its JSON notes.
+final class LibraryRunTrace: @unchecked Sendable {
+    private let lock = NSLock()
+    // Invariant: every member below is used with `lock` held.
+    private var readersDone: Duration = .zero
+    private var writerDone: Duration = .zero
+    private var runs: [(readers: Duration, writer: Duration)] = []
+    private var awaits: [Duration] = []
+
+    /// A task of the current run ended `at` after the run's start; a writer also hands its awaits.
+    func finished(writer: Bool, at elapsed: Duration, awaits taskAwaits: [Duration]) {
+        lock.withLock {
+            if writer {
+                writerDone = max(writerDone, elapsed)
+                awaits += taskAwaits
+            } else {
+                readersDone = max(readersDone, elapsed)
+            }
+        }
+    }
+
+    /// Closes the current run.
+    func endRun() {
+        lock.withLock {
+            runs.append((readersDone, writerDone))
+            (readersDone, writerDone) = (.zero, .zero)
+        }
+    }
+
+    /// Medians over the runs of when the readers and the writer were done, and the writers' awaits
+    /// over all runs (median, 90th and 99th percentile, longest).
+    func summary() -> String {
+        lock.withLock {
+            let sorted = awaits.map { $0.seconds * 1e6 }.sorted()
+            func percentile(_ fraction: Double) -> Double {
+                sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+            }
+            return String(format: "readers done after %.1f ms, writer after %.1f ms (medians of %d runs); writer's awaits median %.0f µs, p90 %.0f µs, p99 %.0f µs, longest %.0f µs (%d awaits)",
+                          median(runs.map { $0.readers.seconds * 1000 }), median(runs.map { $0.writer.seconds * 1000 }), runs.count,
+                          percentile(0.5), percentile(0.9), percentile(0.99), sorted.last ?? .nan, sorted.count)
+        }
     }
 }
 
