@@ -136,7 +136,7 @@ let package = Package(
         // A small program the crash tests run and kill -9 (not a product).
         .executableTarget(
             name: "crash-harness",
-            dependencies: ["EncryptedSQLite", "TestSupport"],
+            dependencies: ["EncryptedSQLite", "TestSupport", .product(name: "Logging", package: "swift-log")],
             path: "Tests/CrashHarness"
         ),
         // Benchmarks against the raw SQLCipher C API (release build; see Benchmarks/README.md).

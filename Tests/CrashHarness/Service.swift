@@ -1,6 +1,7 @@
 import DurableFiles
 import EncryptedSQLite
 import Foundation
+import Logging
 import TestSupport
 
 /// The small service of the live-rotation tests (`LiveRotationTests`): opens its database from a
@@ -83,7 +84,19 @@ enum Service {
 
     private static func open(keysFile: String, path: String, journalMode: String) throws(EncryptedDatabaseError) -> EncryptedDatabase {
         let readers = journalMode == "wal" ? 4 : 0
-        return try EncryptedDatabase(path: path, keysFile: keysFile, options: OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers))
+        return try EncryptedDatabase(path: path, keysFile: keysFile, options: OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers, logger: logger))
+    }
+
+    /// The library's log on standard error, at the level HARNESS_LOG names (`debug`, `info`, …),
+    /// prefixed with SERVICE_NAME; none without it.
+    static var logger: Logger {
+        let environment = ProcessInfo.processInfo.environment
+        guard let level = environment["HARNESS_LOG"].flatMap(Logger.Level.init(rawValue:)) else {
+            return Logger(label: "EncryptedSQLite", factory: { _ in SwiftLogNoOpLogHandler() })
+        }
+        var logger = Logger(label: environment["SERVICE_NAME"] ?? "crash-harness", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = level
+        return logger
     }
 }
 

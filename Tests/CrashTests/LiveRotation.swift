@@ -55,6 +55,10 @@ struct LiveRotationFolder {
     /// The key list of the Keys file as it is now.
     func keyList() throws -> KeyList { try KeysFile.load(path: keysFile).keyList(forDatabase: path) }
 
+    /// HARNESS_LOG (`info`, `debug`, …): the services log the library's steps and `rekey` runs
+    /// with `--verbose`, so that a failed round's output says what each process did.
+    static let logLevel = ProcessInfo.processInfo.environment["HARNESS_LOG"]
+
     /// A configured, not yet started `crash-harness` process.
     func service(_ arguments: [String], name: String, output: Pipe, errors: Pipe) -> Process {
         process(BuiltProduct.path("crash-harness"), arguments, environment: ["SERVICE_NAME": name], output: output, errors: errors)
@@ -62,7 +66,8 @@ struct LiveRotationFolder {
 
     /// A configured, not yet started `rekey` process rotating the database.
     func rekey(_ extra: [String] = [], output: Pipe, errors: Pipe) -> Process {
-        process(BuiltProduct.path("rekey"), ["--db", "app.sqlite", "--keys", "Keys", "--busy-timeout", "10"] + extra, environment: [:], output: output, errors: errors)
+        let verbose = Self.logLevel != nil ? ["--verbose"] : []
+        return process(BuiltProduct.path("rekey"), ["--db", "app.sqlite", "--keys", "Keys", "--busy-timeout", "10"] + verbose + extra, environment: [:], output: output, errors: errors)
     }
 
     private func process(_ executable: String, _ arguments: [String], environment: [String: String], output: Pipe, errors: Pipe) -> Process {
@@ -71,6 +76,7 @@ struct LiveRotationFolder {
         process.arguments = arguments
         var environment = environment
         environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        environment["HARNESS_LOG"] = Self.logLevel
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: folder.path)
         process.standardOutput = output
