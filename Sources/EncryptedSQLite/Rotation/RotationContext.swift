@@ -103,12 +103,30 @@ struct RotationContext {
     }
 
     /// Switches a WAL-mode file to rollback-journal mode, which SQLite allows only when no other
-    /// connection has it open.
+    /// connection has it open, and releases the file again: it is then a consistent
+    /// rollback-journal-mode file that other processes may open.
+    ///
+    /// SQLite leaves WAL mode in two steps: it checkpoints and deletes the WAL under an EXCLUSIVE
+    /// lock, then drops to SHARED and writes the new journal mode into page 1 in a transaction of
+    /// its own. Between the two, another process can read a page 1 that still says WAL, open a
+    /// new WAL and commit through it, and this connection then writes a page 1 read before those
+    /// commits over them (a rotation by that process left page 1 on the old key and every other
+    /// page on the new one). In exclusive locking mode SQLite keeps the EXCLUSIVE lock from
+    /// before the first step until after the second, so nobody sees the file in between.
     /// - Throws: ``EncryptedDatabaseError`` when the journal mode cannot be read or set.
     func leaveWAL(_ connection: Connection) throws(EncryptedDatabaseError) -> WALSwitch {
         guard try step("reading the journal mode", { try connection.journalMode() }) == "wal" else { return .notWAL }
         let mode: String?
         do {
+            try connection.execute("PRAGMA locking_mode = EXCLUSIVE")
+            defer { releaseExclusiveLock(connection) }
+            // A write transaction takes the EXCLUSIVE lock in this mode, and keeps it after the
+            // commit. Not waiting: a connection that has the file open in WAL mode holds it for as
+            // long as it lives.
+            connection.setBusyTimeout(.zero)
+            defer { connection.setBusyTimeout(busyTimeout) }
+            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute("COMMIT")
             mode = try connection.queryValue("PRAGMA journal_mode = DELETE", as: String.self)
         } catch let error as SQLiteError where error.code.primary == .busy || error.code.primary == .locked {
             return .heldByAnotherConnection
@@ -116,6 +134,13 @@ struct RotationContext {
             throw failure(error, operation: "leaving WAL mode")
         }
         return mode?.lowercased() == "delete" ? .left : .heldByAnotherConnection
+    }
+
+    /// Back to normal locking mode; SQLite releases the lock at the end of the next access.
+    private func releaseExclusiveLock(_ connection: Connection) {
+        if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+        try? connection.execute("PRAGMA locking_mode = NORMAL")
+        _ = try? connection.queryValue("SELECT count(*) FROM sqlite_master", as: Int.self)
     }
 
     /// Puts a file that ``leaveWAL(_:)`` took out of WAL mode back into it; logs when it cannot.
