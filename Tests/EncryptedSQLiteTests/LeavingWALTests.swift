@@ -17,7 +17,7 @@ struct LeavingWALTests {
     /// Rounds; raise with LEAVE_WAL_ROUNDS.
     static let rounds = Int(ProcessInfo.processInfo.environment["LEAVE_WAL_ROUNDS"] ?? "") ?? 30
 
-    @Test("a connection that starts while the rotation leaves WAL mode gets in only once page 1 says rollback-journal mode")
+    @Test("a connection that starts while the rotation leaves WAL mode gets in only once page 1 says rollback-journal mode, and then does get in")
     func nobodyGetsInHalfway() throws {
         let directory = TemporaryDirectory("leave-wal")
         let ring = TestKeyring([.hex, .hex], in: directory)
@@ -25,7 +25,7 @@ struct LeavingWALTests {
         try Fixture.createWithShell(at: path, key: ring.keys[0].shellKey, walMode: true)
         let keys = try ring.keyList(database: path)
         let key = keys.keys[0]
-        var left = 0, enteredHalfway = 0
+        var left = 0, enteredHalfway = 0, keptOut = 0
         for _ in 1...Self.rounds {
             // A WAL of about 4 MB that nobody checkpointed: leaving WAL mode checkpoints it first,
             // under the lock, while the other connection below keeps trying to read.
@@ -48,14 +48,18 @@ struct LeavingWALTests {
             guard outcome == .left else { continue }
             left += 1
             if modeSeen == "wal" { enteredHalfway += 1 }
+            // The file is released once it has left WAL mode: the other connection gets in.
+            if modeSeen == nil { keptOut += 1 }
         }
-        print("leave-wal-table|rounds \(Self.rounds)|left WAL mode \(left)|entered halfway \(enteredHalfway)")
+        print("leave-wal-table|rounds \(Self.rounds)|left WAL mode \(left)|entered halfway \(enteredHalfway)|kept out 10 s \(keptOut)")
         #expect(left > 0, "no round left WAL mode: the other connection always got in first")
+        #expect(keptOut == 0, "in \(keptOut) of \(left) rounds the file stayed locked after it left WAL mode")
         #expect(enteredHalfway == 0, "in \(enteredHalfway) of \(left) rounds, a connection opened the file in WAL mode while it was being taken out of it")
     }
 
     /// A connection started on another thread a moment after `start()`, retrying its first read
-    /// without waiting until it gets through; `finish()` returns the journal mode it found.
+    /// without waiting until it gets through; `finish()` returns the journal mode it found, `nil`
+    /// when it never got in.
     final class Starter: @unchecked Sendable {
         private let path: String
         private let key: ResolvedKey
@@ -74,10 +78,14 @@ struct LeavingWALTests {
                 usleep(2000)  // the leaving connection holds its lock by now
                 guard let connection = try? Connection(path: path, access: .readWrite, key: key.cipherKey, busyTimeout: .zero) else { return }
                 // Retry at once, inside SQLite, each time a lock is refused: a gap of a few
-                // microseconds is enough to get in.
-                sqlite3_busy_handler(connection.handle, { _, attempts in attempts < 200_000_000 ? 1 : 0 }, nil)
-                _ = try? connection.queryValue("SELECT count(*) FROM sqlite_master", as: Int.self)
-                mode = try? connection.journalMode()
+                // microseconds is enough to get in. Up to 10 s in all.
+                sqlite3_busy_handler(connection.handle, { _, attempts in attempts < 1_000_000 ? 1 : 0 }, nil)
+                let deadline = ContinuousClock.now + .seconds(10)
+                while ContinuousClock.now < deadline {
+                    guard (try? connection.queryValue("SELECT count(*) FROM sqlite_master", as: Int.self)) != nil else { continue }
+                    mode = try? connection.journalMode()
+                    break
+                }
                 connection.close()
             }.start()
         }
