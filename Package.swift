@@ -97,11 +97,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A test VFS over the default unix VFS that reports each file operation and can stop a
+        // connection inside it, so that tests take their interleavings from events, not from
+        // sleeps (TestSupport's VFSWatch). Not a product: the library never registers it.
+        .target(
+            name: "PausingVFS",
+            dependencies: ["CSQLCipher"],
+            path: "Tests/PausingVFS"
+        ),
         // Helpers shared by the test targets (temporary folders, the independent sqlcipher shell,
-        // fixtures, content digests). Not a product.
+        // fixtures, content digests, the pausing VFS's Swift side). Not a product.
         .target(
             name: "TestSupport",
-            dependencies: ["EncryptedSQLite"],
+            dependencies: ["EncryptedSQLite", "PausingVFS"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
