@@ -29,6 +29,8 @@ public struct KillTrial: Sendable {
     public func killed(after delay: Duration) throws -> Bool {
         let process = start()
         try process.run()
+        // Not an order: the kill instant is meant to be arbitrary (the caller draws it at random);
+        // the trial's verdict must hold wherever it lands.
         sleep(for: delay)
         let running = process.isRunning
         kill(process.processIdentifier, SIGKILL)
@@ -61,7 +63,8 @@ public struct KillTrial: Sendable {
     }
 }
 
-/// Sleeps the calling thread for `duration`.
+/// Sleeps the calling thread for `duration`. For random kill instants and for pacing only: a test
+/// never takes an order from it (it waits for a line, a count, a hook or the pausing test VFS).
 public func sleep(for duration: Duration) {
     let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
     if microseconds > 0 { usleep(useconds_t(clamping: microseconds)) }

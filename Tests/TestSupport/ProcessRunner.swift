@@ -37,11 +37,15 @@ public enum ProcessRunner {
         try? stdin.fileHandleForWriting.close()
         // Read both pipes concurrently so that neither can fill up and block the child.
         let errorData = LockedData()
-        let reader = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
+        let errorRead = DispatchSemaphore(value: 0)
+        let reader = Thread {
+            errorData.set(stderr.fileHandleForReading.readDataToEndOfFile())
+            errorRead.signal()
+        }
         reader.start()
         let outData = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        while !errorData.isSet { usleep(1000) }
+        errorRead.wait()  // a join: the reader has read standard error to its end
         let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         return ProcessResult(
             status: status, stdout: String(decoding: outData, as: UTF8.self),
@@ -66,6 +70,5 @@ private final class LockedData: @unchecked Sendable {
     private let lock = NSLock()
     private var data: Data?
     func set(_ value: Data) { lock.withLock { data = value } }
-    var isSet: Bool { lock.withLock { data != nil } }
     var value: Data { lock.withLock { data ?? Data() } }
 }
