@@ -26,7 +26,8 @@ enum Service {
 
     /// `serve <Keys> <database> wal|delete <seconds>`: a writer thread commits rows
     /// `(SERVICE_NAME, 1, 2, …)` to `ledger` every SERVICE_INTERVAL_MS (5) and prints
-    /// `committed N` after each commit returns; two reader threads count rows as often. Every
+    /// `committed N` after each commit returns; two reader threads count rows as often, printing
+    /// `read by <0|1>` after each read returns (so that a test can wait for reads). Every
     /// failed operation prints `failed <operation>: <error>`. When the file `<database>.rotate-<name>`
     /// appears, the writer thread removes it and calls `rotateToCurrentKey()` (a rotation started
     /// by the service). It stops after `seconds`, or as soon as the file `<database>.stop` appears.
@@ -48,15 +49,23 @@ enum Service {
         let stop = path + ".stop"
         @Sendable func running() -> Bool { ContinuousClock.now < end && !FileManager.default.fileExists(atPath: stop) }
         let trigger = path + ".rotate-" + name
-        let readers = (0..<2).map { _ in
+        let readersDone = DispatchGroup()
+        let readers = (0..<2).map { index in
             Thread {
                 while running() {
-                    record("read") { _ = try database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) } }
-                    usleep(interval)
+                    record("read") {
+                        _ = try database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) }
+                        say("read by \(index)")
+                    }
+                    usleep(interval)  // paces the reads (one every SERVICE_INTERVAL_MS); not an order
                 }
+                readersDone.leave()
             }
         }
-        readers.forEach { $0.start() }
+        for reader in readers {
+            readersDone.enter()
+            reader.start()
+        }
         var next = 1
         while running() {
             if FileManager.default.fileExists(atPath: trigger) {
@@ -75,9 +84,9 @@ enum Service {
                 say("committed \(next)")
                 next += 1
             }
-            usleep(interval)
+            usleep(interval)  // paces the writes (one every SERVICE_INTERVAL_MS); not an order
         }
-        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        readersDone.wait()  // a join: both reader threads have ended
         let final = tally.stats.withLock { $0 }
         say("summary operations=\(final.operations) failed=\(final.failed) longest-pause-ms=\(Int(final.longest.seconds * 1000)) key=\(database.report.currentKeyID)")
     }

@@ -103,13 +103,15 @@ default:
     func open() -> EncryptedDatabase {
         while true {
             if let database = try? EncryptedDatabase(path: path, keys: keys, options: options) { return database }
-            usleep(2000)
+            usleep(2000)  // paces the retries of an open that failed (the file was busy); not an order
         }
     }
     var database = open()
     if let rotation = database.backgroundRotation {
         let database = database
         Thread {
+            // A poll of the state the library exposes (not an order from the sleep): the line goes
+            // out once the rotation has ended, whenever that is.
             while !rotation.state.isFinal { usleep(1000) }
             let method = database.report.rotation.map { $0.method.rawValue } ?? "\(rotation.state)"
             FileHandle.standardOutput.write(Data("rotated \(method)\n".utf8))
@@ -122,7 +124,7 @@ default:
             // Reported only once the commit has returned: every reported row must survive.
             FileHandle.standardOutput.write(Data("committed \(next)\n".utf8))
             next += 1
-            usleep(1000)
+            usleep(1000)  // paces the commits (about one a millisecond); not an order
         } catch {
             // The file changed key under this connection (or was busy past the timeout): open it
             // again with the key list, as an application would.
