@@ -95,14 +95,14 @@ struct LiveRotationFolder {
     }
 }
 
-/// A started process and what it printed, collected while it runs.
+/// A started process and what it printed, collected line by line while it runs, so that a test
+/// can wait for a line instead of sleeping.
 final class RunningProcess: @unchecked Sendable {
     let name: String
     let process: Process
     private let output = Pipe(), errors = Pipe()
     private let lock = NSLock()
-    private var collected = (stdout: Data(), stderr: Data())
-    private var readers: [Thread] = []
+    private var collected: (stdout: OutputLines, stderr: OutputLines)?
 
     init(name: String, _ make: (Pipe, Pipe) -> Process) {
         self.name = name
@@ -113,21 +113,23 @@ final class RunningProcess: @unchecked Sendable {
         try process.run()
         try output.fileHandleForWriting.close()
         try errors.fileHandleForWriting.close()
-        readers = [
-            Thread { [self] in let data = output.fileHandleForReading.readDataToEndOfFile(); lock.withLock { collected.stdout = data } },
-            Thread { [self] in let data = errors.fileHandleForReading.readDataToEndOfFile(); lock.withLock { collected.stderr = data } },
-        ]
-        readers.forEach { $0.start() }
+        lock.withLock { collected = (OutputLines(output.fileHandleForReading), OutputLines(errors.fileHandleForReading)) }
     }
+
+    /// Its standard output's lines as they arrive.
+    var lines: OutputLines? { lock.withLock { collected?.stdout } }
 
     /// Waits for the end; returns the exit status (128 + signal when killed).
     @discardableResult
     func wait() -> Int32 {
         process.waitUntilExit()
-        while readers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        if let (stdout, stderr) = lock.withLock({ collected }) {
+            stdout.waitForEnd()  // joins: everything it printed has been read
+            stderr.waitForEnd()
+        }
         return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     }
 
-    var stdout: String { lock.withLock { String(decoding: collected.stdout, as: UTF8.self) } }
-    var stderr: String { lock.withLock { String(decoding: collected.stderr, as: UTF8.self) } }
+    var stdout: String { lock.withLock { collected?.stdout.text ?? "" } }
+    var stderr: String { lock.withLock { collected?.stderr.text ?? "" } }
 }

@@ -43,7 +43,7 @@ struct LiveRotationTests {
             _ = FileManager.default.createFile(atPath: folder.path + ".stop", contents: nil)
             for service in services { service.wait() }
         }
-        sleep(for: .milliseconds(500))  // the services open the file and start serving
+        Self.waitUntilServing(services, "after start-up")
 
         var random = SeededRandom(seed: Self.seed)
         var rotationTimes: [Duration] = [], killed = 0
@@ -56,6 +56,8 @@ struct LiveRotationTests {
                 let rekey = RunningProcess(name: "rekey") { folder.rekey(rotator == .rekeyEngine ? ["--strategy", "engineRekey"] : [], output: $0, errors: $1) }
                 try rekey.start()
                 if rotator == .rekeyKilled, number > 1 {
+                    // Not an order: the kill instant is meant to be random (within about the first
+                    // rotation's time); the services must see no failure wherever it lands.
                     sleep(for: .nanoseconds(Int64(Double.random(in: 0...1.2, using: &random) * window.seconds * 1e9)))
                     if rekey.process.isRunning { kill(rekey.process.processIdentifier, SIGKILL); killed += 1 }
                 }
@@ -67,22 +69,24 @@ struct LiveRotationTests {
                 }
             case .service:
                 _ = FileManager.default.createFile(atPath: folder.path + ".rotate-service-0", contents: nil)
+                // Service 0 says when its rotateToCurrentKey() has returned (or failed).
+                let answered = services[0].lines?.wait(limit: .seconds(30)) { lines in
+                    lines.count { $0.text.hasPrefix("rotated by service") || $0.text.hasPrefix("failed rotate") } >= number
+                } ?? false
+                #expect(answered, "rotation \(number): service 0 did not rotate")
                 let keys = try folder.keyList()
-                while try EncryptedDatabase.check(path: folder.path, keys: keys).openedWithKeyID != keys.currentID {
-                    #expect(ContinuousClock.now - start < .seconds(30), "rotation \(number): service 0 did not rotate")
-                    if ContinuousClock.now - start > .seconds(30) { break }
-                    sleep(for: .milliseconds(5))
-                }
+                #expect(try EncryptedDatabase.check(path: folder.path, keys: keys).openedWithKeyID == keys.currentID,
+                        "rotation \(number): the file is not on the new key after service 0's rotation")
                 rotationTimes.append(ContinuousClock.now - start)
             }
-            sleep(for: .milliseconds(300))  // the services serve on the rotated file
+            Self.waitUntilServing(services, "after rotation \(number)")
         }
         // A killed last rotation leaves the file on the previous key: rotate once more, uninterrupted.
         if rotator == .rekeyKilled {
             let rekey = RunningProcess(name: "rekey") { folder.rekey(output: $0, errors: $1) }
             try rekey.start()
             #expect(rekey.wait() == 0, "\(rekey.stderr)")
-            sleep(for: .milliseconds(300))
+            Self.waitUntilServing(services, "after the last rotation")
         }
         _ = FileManager.default.createFile(atPath: folder.path + ".stop", contents: nil)
 
@@ -117,6 +121,24 @@ struct LiveRotationTests {
         print("live-table|\(Self.serviceCount) services (\(journalMode)), \(Self.rotations) rotations by \(rotator)\(rotator == .rekeyKilled ? " (\(killed) killed, seed \(Self.seed))" : "")|operations \(operations)|failed \(failed)|lost writes \(lost)|longest pause \(longestPause) ms|longest rotation \(longestRotation) ms")
         #expect(failed == 0)
         #expect(lost == 0)
+    }
+
+    /// Blocks until every service has, from now on, committed 2 more rows and read 2 more times on
+    /// each of its reader threads: it serves on the file as it is now (after a rotation, the second
+    /// of each began after the rotation ended). The order comes from the services' lines, not from
+    /// a sleep; a service that stops serving is a failure (after a hang guard).
+    static func waitUntilServing(_ services: [RunningProcess], _ when: String) {
+        let operations = ["committed ", "read by 0", "read by 1"]
+        for service in services {
+            guard let lines = service.lines else { continue }
+            let marks = operations.map { lines.count(prefix: $0) }
+            let serving = lines.wait(limit: .seconds(60)) { lines in
+                zip(operations, marks).allSatisfy { operation, mark in lines.count { $0.text.hasPrefix(operation) } >= mark + 2 }
+            }
+            if !serving {
+                Issue.record("\(service.name) did not commit and read \(when): \(lines.lines.suffix(3).map(\.text)) \(service.stderr.suffix(1000))")
+            }
+        }
     }
 
     /// What one round of processes started at the same instant did.
