@@ -70,10 +70,10 @@ struct BackgroundRotationKillTests {
         let process = writer.start(output: pipe.fileHandleForWriting)
         try process.run()
         try pipe.fileHandleForWriting.close()
-        let output = Locked(Data())
-        let reader = Thread { output.withLock { $0 = pipe.fileHandleForReading.readDataToEndOfFile() } }
-        reader.start()
-        sleep(for: .milliseconds(300))
+        let output = OutputLines(pipe.fileHandleForReading)
+        // The writer has the file open and has committed rows before the rotation opens it.
+        let writing = await output.arrived(count: 25, of: "committed ")
+        #expect(writing, "the writer did not commit 25 rows: \(output.text.suffix(500))")
 
         var options = OpenOptions()
         options.backgroundRotation = true
@@ -82,13 +82,16 @@ struct BackgroundRotationKillTests {
             let database = try EncryptedDatabase(path: path, keys: keys, options: options)
             report = try await #require(database.backgroundRotation).result()
         }
-        sleep(for: .milliseconds(300))  // the writer follows the rotation and goes on
+        // The writer follows the rotation and goes on: 25 more rows committed after it ended.
+        let afterRotation = output.count(prefix: "committed ") + 25
+        let wentOn = await output.arrived(count: afterRotation, of: "committed ")
+        #expect(wentOn, "the writer did not go on after the rotation: \(output.text.suffix(500))")
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        while !reader.isFinished { usleep(1000) }
+        output.waitForEnd()  // a join: every line it printed has been read
         #expect(report.method != .backgroundCopy)
         #expect(report.fallbackReason?.contains("another process") == true, "fallback reason: \(report.fallbackReason ?? "none")")
-        let lines = String(decoding: output.withLock { $0 }, as: UTF8.self).split(separator: "\n")
+        let lines = output.lines.map(\.text)
         let committed = Set(lines.compactMap { $0.hasPrefix("committed ") ? Int($0.dropFirst(10)) : nil })
         #expect(committed.count > 50, "the writer should have gone on writing")
         let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
@@ -105,32 +108,22 @@ struct BackgroundRotationKillTests {
         let start = ContinuousClock.now
         try process.run()
         try pipe.fileHandleForWriting.close()
-        let lines = Locked<[String]>([])
-        let rotatedAt = Locked<Duration?>(nil)
-        let reader = Thread {
-            var buffer = Data()
-            while true {
-                let chunk = pipe.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                buffer.append(chunk)
-                while let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<end], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...end)
-                    if line.hasPrefix("rotated ") { rotatedAt.withLock { $0 = $0 ?? ContinuousClock.now - start } }
-                    lines.withLock { $0.append(line) }
-                }
-            }
+        let output = OutputLines(pipe.fileHandleForReading)
+        if stopAtRotated {
+            // Calibration: killed as soon as it says the rotation ended (`delay` is a hang guard).
+            output.wait(limit: delay) { lines in lines.contains { $0.text.hasPrefix("rotated ") } }
+        } else {
+            // Not an order: the kill instant is meant to be random (drawn by the caller); every
+            // row the service saw committed must survive wherever it lands.
+            sleep(for: delay)
         }
-        reader.start()
-        let deadline = ContinuousClock.now + delay
-        while ContinuousClock.now < deadline && !(stopAtRotated && rotatedAt.withLock({ $0 }) != nil) { usleep(500) }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        while !reader.isFinished { usleep(1000) }
-        let all = lines.withLock { $0 }
-        let committed = Set(all.compactMap { $0.hasPrefix("committed ") ? Int($0.dropFirst(10)) : nil })
-        let rotated = all.first { $0.hasPrefix("rotated ") }.map { String($0.dropFirst(8)) }
-        return (committed, rotated, rotatedAt.withLock { $0 } ?? (ContinuousClock.now - start))
+        output.waitForEnd()  // a join: every line it printed has been read
+        let all = output.lines
+        let committed = Set(all.compactMap { $0.text.hasPrefix("committed ") ? Int($0.text.dropFirst(10)) : nil })
+        let rotatedLine = all.first { $0.text.hasPrefix("rotated ") }
+        return (committed, rotatedLine.map { String($0.text.dropFirst(8)) }, rotatedLine.map { $0.at - start } ?? (ContinuousClock.now - start))
     }
 
     private func reset(_ path: String, from fixture: String, in folder: TemporaryDirectory) throws {
