@@ -39,7 +39,7 @@ struct WriterKillTests {
         // Calibrate: one uninterrupted rotation while the writer runs.
         try reset(path, from: fixture)
         var window: ClosedRange<Duration> = .zero ... .seconds(1)
-        let calibration = try withWriter(writer) {
+        let calibration = try withWriter(writer) { _ in
             let (result, wall) = try rotator.uninterrupted()
             #expect(result.status == 0, "\(result.stderr)")
             window = .zero...wall
@@ -51,9 +51,12 @@ struct WriterKillTests {
         var rowsCommitted = 0
         for number in 1...Self.trials {
             try reset(path, from: fixture)
-            let committed = try withWriter(writer) {
+            let committed = try withWriter(writer) { output in
                 try rotator.killed(after: KillTrial.instant(in: window, random: &random))
-                sleep(for: .milliseconds(150))  // the writer goes on after the rotation
+                // The writer goes on after the rotation (finished or killed): 3 more rows committed.
+                let target = output.count(prefix: "committed ") + 3
+                #expect(output.wait(forCount: target, of: "committed "),
+                        "trial \(number): the writer did not go on after the rotation: \(output.text.suffix(300))")
             }
             rowsCommitted += committed.count
             // WRITER_KILL_KEEP=<folder> keeps each trial's files, committed rows and keys for inspection.
@@ -76,26 +79,24 @@ struct WriterKillTests {
 
     /// Runs `body` while a writer process commits rows; kills the writer afterwards and returns the
     /// row numbers it reported committed.
-    private func withWriter(_ writer: KillTrial, _ body: () throws -> Void) throws -> Set<Int> {
+    private func withWriter(_ writer: KillTrial, _ body: (OutputLines) throws -> Void) throws -> Set<Int> {
         let pipe = Pipe()
         let process = writer.start(output: pipe.fileHandleForWriting)
         try process.run()
         try pipe.fileHandleForWriting.close()
-        let lines = Locked<[Substring]>([])
-        let reader = Thread {
-            let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            lines.withLock { $0 = text.split(separator: "\n") }
+        let output = OutputLines(pipe.fileHandleForReading)
+        // It has the file open and has committed a few rows before the rotation starts.
+        let writing = output.wait(forCount: 5, of: "committed ")
+        let failure = Result {
+            try #require(writing, "the writer did not commit 5 rows: \(output.text.suffix(300))")
+            try body(output)
         }
-        reader.start()
-        // Let it commit a few rows before the rotation starts.
-        sleep(for: .milliseconds(200))
-        let failure = Result { try body() }
         // Killed exactly once, and only while it is ours (a reaped PID can be reused).
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        while !reader.isFinished { usleep(1000) }
+        output.waitForEnd()  // a join: every line it printed has been read
         try failure.get()
-        return Set(lines.withLock { $0 }.compactMap { line in line.hasPrefix("committed ") ? Int(line.dropFirst(10)) : nil })
+        return Set(output.lines.compactMap { line in line.text.hasPrefix("committed ") ? Int(line.text.dropFirst(10)) : nil })
     }
 
     private func reset(_ path: String, from fixture: String) throws {
