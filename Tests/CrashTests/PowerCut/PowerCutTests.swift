@@ -72,6 +72,7 @@ struct PowerCutTests {
         do {
             let database = try EncryptedDatabase(path: work.file("app.sqlite"), keys: setup.keys(at: work.file("app.sqlite")), options: options)
             if let rotation = database.backgroundRotation {
+                // A poll of the state the library exposes, then checked (not an order from the sleep).
                 while !rotation.state.isFinal { usleep(2000) }
                 #expect(database.report.rotation?.fallbackReason == nil)
             }
