@@ -19,18 +19,22 @@ struct GroupCommitTests {
 
     struct Refused: Error, Equatable { let id: Int }
 
-    /// Holds the writer with a blocking write on another thread for `seconds`, so that the async
-    /// writes started meanwhile queue up and the next drain takes them together.
-    static func holdWriter(_ database: EncryptedDatabase, seconds: Double) -> DispatchSemaphore {
+    /// Holds the writer with a blocking write, run on the writer queue itself, until `writes` async
+    /// writes wait behind it, so that the next drain takes them together. The order comes from
+    /// the count of waiting writes (``PendingWrites/count``), not from a sleep.
+    static func holdWriter(_ database: EncryptedDatabase, until writes: Int) -> DispatchSemaphore {
         let started = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
-        Thread {
+        database.writerQueue.async {
             try? database.write { _ in
                 started.signal()
-                Thread.sleep(forTimeInterval: seconds)
+                // A poll of the queue's length (the deadline is only a hang guard): the writes
+                // queued behind the writer are what the test then checks.
+                let deadline = ContinuousClock.now + .seconds(60)
+                while database.pendingWrites.count < writes && ContinuousClock.now < deadline { usleep(1000) }
             }
             done.signal()
-        }.start()
+        }
         started.wait()
         return done
     }
@@ -45,7 +49,7 @@ struct GroupCommitTests {
         let database = try EncryptedDatabase(path: path, keys: keys, options: options)
         try await database.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, note TEXT)") }
         let runs = Runs()
-        let held = Self.holdWriter(database, seconds: 0.3)
+        let held = Self.holdWriter(database, until: 60)
         let outcomes = await withTaskGroup(of: (Int, Result<Int, Refused>).self) { group in
             for id in 1...60 {
                 group.addTask {
@@ -93,7 +97,7 @@ struct GroupCommitTests {
                 INSERT INTO parent(id) VALUES (1);
                 """)
         }
-        let held = Self.holdWriter(database, seconds: 0.3)
+        let held = Self.holdWriter(database, until: 6)
         let outcomes = await withTaskGroup(of: (Int, (any Error)?).self) { group in
             for id in 1...6 {
                 group.addTask {

@@ -20,6 +20,10 @@ final class PendingWrites: Sendable {
 
     func append(_ write: PendingWrite) { list.withLock { $0.append(write) } }
 
+    /// How many writes wait now (for tests: a test that holds the writer waits until this many
+    /// writes are queued behind it, instead of sleeping). Unused by the library.
+    var count: Int { list.withLock { $0.count } }
+
     /// Every write waiting now, oldest first (none when an earlier drain took them).
     func takeAll() -> [PendingWrite] {
         list.withLock { list in
