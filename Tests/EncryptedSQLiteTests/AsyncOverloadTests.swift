@@ -79,7 +79,8 @@ struct AsyncOverloadTests {
                     return (Probe.inCallingTask, try db.queryValue("SELECT count(*) FROM t", as: Int.self))
                 }
             }
-            try await Task.sleep(for: .milliseconds(200))
+            // The read is waiting for the pool's reader (the pool says so; no sleep).
+            #expect(await PooledReads.waiting(database), "the read did not wait for the busy reader")
             #expect(!finished.withLock { $0 }, "the read waited for the busy reader")
             release.signal()
             let (inTask, count) = try await waiting.value

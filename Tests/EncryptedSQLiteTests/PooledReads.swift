@@ -1,5 +1,5 @@
 import DurableFiles
-import EncryptedSQLite
+@testable import EncryptedSQLite
 import Foundation
 import TestSupport
 
@@ -42,5 +42,18 @@ enum PooledReads {
         guard arrived == count else { throw Timeout(entered: arrived) }
         if let heldError { throw heldError }
         return try results.withLock { try $0.map { try $0.get() } }
+    }
+}
+
+extension PooledReads {
+    /// Waits until `count` reads of `database` wait for a reader of its pool (every reader busy):
+    /// a poll of the pool's own count, then checked; `false` after `limit`, a hang guard.
+    static func waiting(_ database: EncryptedDatabase, count: Int = 1, limit: Duration = .seconds(20)) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while (database.readers?.waitingCount ?? 0) < count {
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(1))  // paces the poll; not an order
+        }
+        return true
     }
 }

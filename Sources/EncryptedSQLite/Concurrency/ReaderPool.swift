@@ -26,6 +26,8 @@ final class ReaderPool: @unchecked Sendable {
     /// Counts ``replaceKey(_:)`` calls: a reader opened before the last one is closed when it
     /// comes back.
     private var generation = 0
+    /// Check-outs waiting for a reader now (for tests, ``waitingCount``).
+    private var waiters = 0
 
     /// A pool of up to `capacity` readers of `path`, keyed with `key`; `setup` runs on each reader
     /// it opens (foreign keys and the application's `prepareConnection`).
@@ -76,7 +78,9 @@ final class ReaderPool: @unchecked Sendable {
                 condition.unlock()
                 return nil
             }
+            waiters += 1
             condition.wait()
+            waiters -= 1
         }
         let generation = self.generation
         if let connection = idle.popLast() {
@@ -157,4 +161,8 @@ final class ReaderPool: @unchecked Sendable {
 
     /// The number of reader connections open now.
     var openCount: Int { condition.withLock { opened } }
+
+    /// The number of reads waiting for a reader now (for tests: a test that holds every reader
+    /// waits until a read waits, instead of sleeping). Unused by the library.
+    var waitingCount: Int { condition.withLock { waiters } }
 }
