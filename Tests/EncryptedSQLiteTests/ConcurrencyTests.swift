@@ -72,12 +72,16 @@ struct ConcurrencyTests {
 
         // Two reads overlap: the first waits inside its closure until the second has run.
         let secondRan = DispatchSemaphore(value: 0)
+        let firstInside = DispatchSemaphore(value: 0)
         let firstDone = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            _ = try? shared.database.read { _ in secondRan.wait(timeout: .now() + 10) }
+            _ = try? shared.database.read { _ in
+                firstInside.signal()
+                return secondRan.wait(timeout: .now() + 10)
+            }
             firstDone.signal()
         }
-        usleep(50_000)
+        #expect(firstInside.wait(timeout: .now() + 10) == .success, "the first read did not start")  // it holds a reader now
         _ = try shared.database.read { db in try db.queryValue("SELECT 1", as: Int.self) }
         secondRan.signal()
         #expect(firstDone.wait(timeout: .now() + 10) == .success)
@@ -100,22 +104,26 @@ struct ConcurrencyTests {
         #expect(database.report.openedWithKeyID == "k1")
         let oldReaderKey = try #require(database.readerPoolKey)
         let stop = ManagedAtomicFlag()
+        let readCounts = (0..<3).map { _ in ProgressCounter() }
         try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<3 {
+            for reader in readCounts {
                 group.addTask {
                     var reads = 0
                     while !stop.isSet {
                         _ = try await database.read { db in try db.queryValue("SELECT count(*) FROM people", as: Int.self) }
                         reads += 1
+                        reader.increment()
                     }
                     return reads
                 }
             }
-            try await Task.sleep(for: .milliseconds(100))
+            // Each task has read on the old key (a count of reads, not a sleep).
+            for reader in readCounts { #expect(await reader.reached(2), "a reader task did not read before the rotation") }
             let rotation = try await Task { try database.rotateToCurrentKey() }.value
             #expect(rotation?.toKeyID == "k2")
             try await database.write { db in try db.execute("INSERT INTO items(task, n) VALUES (7, 7)") }
-            try await Task.sleep(for: .milliseconds(100))
+            // Each task has read again after the rotation: 2 more reads, the second begun after it.
+            for reader in readCounts { #expect(await reader.reached(reader.value + 2), "a reader task did not read after the rotation") }
             stop.set()
             var total = 0
             for try await reads in group { total += reads }
