@@ -11,8 +11,8 @@ import TestSupport
 final class OpenFileScanner: @unchecked Sendable {
     private let markers: [Data]
     private let folder: String
-    private let lock = NSLock()
-    // Invariant: the fields below are only touched with `lock` held.
+    private let lock = NSCondition()
+    // Invariant: the fields below are only touched with `lock` held; `passes` changes broadcast.
     private var running = true
     private var hits: Set<String> = []
     private var temporaryFiles: Set<String> = []
@@ -28,7 +28,7 @@ final class OpenFileScanner: @unchecked Sendable {
             while lock.withLock({ running }) {
                 scan(includeFolderFiles: pass % 25 == 0)
                 pass += 1
-                usleep(1000)
+                usleep(1000)  // paces the scans; not an order (tests wait for passes, waitForPasses)
             }
             scan(includeFolderFiles: true)
             done.signal()
@@ -54,6 +54,7 @@ final class OpenFileScanner: @unchecked Sendable {
         }
         lock.withLock {
             passes += 1
+            lock.broadcast()
             hits.formUnion(found)
             temporaryFiles.formUnion(temporary)
             folderFiles.formUnion(inFolder)
@@ -69,6 +70,20 @@ final class OpenFileScanner: @unchecked Sendable {
         var data = Data(count: Int(status.st_size))
         let count = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         return count > 0 ? data.prefix(count) : nil
+    }
+
+    /// Blocks until the scanner has made `count` more passes from now (the first may have begun
+    /// before the call; the second began after it). `false` after `limit`, a hang guard.
+    @discardableResult
+    func waitForPasses(_ count: Int = 2, limit: Duration = .seconds(60)) -> Bool {
+        let deadline = Date().addingTimeInterval(limit.seconds)
+        return lock.withLock {
+            let target = passes + count
+            while passes < target {
+                if !lock.wait(until: deadline) { return passes >= target }
+            }
+            return true
+        }
     }
 
     /// Stops; returns the files a marker was found in, the temporary and folder files seen, and the passes made.
@@ -191,7 +206,8 @@ struct PlaintextOnDiskTests {
             CREATE TEMP TABLE copy AS SELECT * FROM notes;
             """
         #expect(sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK)
-        usleep(100_000)
+        // The temp table's file stays open until the handle closes: the scanner looks at it.
+        #expect(scanner.waitForPasses(), "the scanner made no pass")
         let (hits, temporaryFiles, _, _) = scanner.stop()
         #expect(!temporaryFiles.isEmpty, "no temporary file was seen")
         #expect(hits.contains { $0.hasSuffix(" (deleted)") }, "the scanner did not find the plaintext temp table: the scan proves nothing")
@@ -222,14 +238,9 @@ struct PlaintextOnDiskTests {
         }
         try database.writeWithoutTransaction { db in check(db, "on the writer") }
         try database.write { db in check(db, "in a write transaction") }
-        // Pooled readers: several reads at once, so that more than one reader connection opens.
-        DispatchQueue.concurrentPerform(iterations: 6) { _ in
-            do {
-                try database.read { db in check(db, "on a pooled reader"); usleep(50_000) }
-            } catch {
-                Issue.record("read failed: \(error)")
-            }
-        }
+        // Pooled readers: 3 reads inside their closures at once, so that each of the pool's 3
+        // reader connections is open and checked (the order comes from the reads, not a sleep).
+        _ = try PooledReads.holdAtOnce(database, count: 3) { db in check(db, "on a pooled reader") }
         // A migration that tries it fails and changes nothing.
         var migrator = DatabaseMigrator()
         try migrator.registerSQLMigration("0001_temp", sql: "CREATE TABLE u(a);\nPRAGMA temp_store = FILE;")
