@@ -71,13 +71,17 @@ struct BackupTests {
             try db.execute("CREATE TABLE ledger(n INTEGER PRIMARY KEY, payload BLOB); CREATE TABLE total(id INTEGER PRIMARY KEY CHECK (id = 1), rows INTEGER, sum INTEGER); INSERT INTO total VALUES (1, 0, 0); PRAGMA user_version = 7")
         }
         let stop = LockedFlag()
+        let commits = ProgressCounter()
         let writer = Thread {
             var next = 1
             while !stop.isSet {
-                try? database.write { db in
-                    try db.execute("INSERT INTO ledger(n, payload) VALUES (?, randomblob(300))", [next])
-                    try db.execute("UPDATE total SET rows = rows + 1, sum = sum + ?", [next])
-                }
+                do {
+                    try database.write { db in
+                        try db.execute("INSERT INTO ledger(n, payload) VALUES (?, randomblob(300))", [next])
+                        try db.execute("UPDATE total SET rows = rows + 1, sum = sum + ?", [next])
+                    }
+                    commits.increment()
+                } catch {}  // as before: a failed write is not counted (the backups' checks find a gap)
                 next += 1
             }
         }
@@ -85,7 +89,8 @@ struct BackupTests {
         defer { stop.set() }
         var rowCounts: [Int] = []
         for index in 0..<4 {
-            usleep(60_000)
+            // The writer has committed 20 more rows since the last backup (a count, not a sleep).
+            #expect(commits.wait(untilAtLeast: commits.value + 20), "the writer stopped committing")
             let target = directory.file("busy-\(index).sqlite")
             try database.backup(to: target)
             let copy = try EncryptedDatabase(path: target, keys: try ring.keyList(database: target), options: OpenOptions(rotateToCurrentKey: false))
