@@ -38,7 +38,9 @@ struct BackgroundRotationTests {
         let plaintextSeen = Locked(0)
         let scans = Locked(0)
         let markers = [Data("person 1".utf8), Data("row 1".utf8)]
+        let watcherDone = DispatchSemaphore(value: 0)
         let watcher = Thread {
+            defer { watcherDone.signal() }
             while !rotation.state.isFinal {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".rekey-online") {
                     var status = stat()
@@ -48,7 +50,7 @@ struct BackgroundRotationTests {
                         if markers.contains(where: { content.range(of: $0) != nil }) { plaintextSeen.withLock { $0 += 1 } }
                     }
                 }
-                usleep(5000)
+                usleep(5000)  // paces the scans of the folder; not an order
             }
         }
         watcher.start()
@@ -65,7 +67,7 @@ struct BackgroundRotationTests {
                         }
                         rows += 1
                         _ = try await database.read { db in try db.queryValue("SELECT count(*) FROM ledger", as: Int.self) }
-                        try await Task.sleep(for: .milliseconds(2))
+                        try await Task.sleep(for: .milliseconds(2))  // paces the writes; not an order
                     }
                     return rows
                 }
@@ -91,7 +93,7 @@ struct BackgroundRotationTests {
         #expect(shell.stdout.split(separator: "\n").map(String.init) == ["42", "1234567", "2000", "3000", "\(committed + 1)", "ok"])
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".rekey-") }
         #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
-        while !watcher.isFinished { usleep(1000) }
+        watcherDone.wait()  // a join: the watcher has seen the rotation end and stopped
         // Owner-only while it is written; the database's own mode only in the swap, just before the rename.
         var status = stat()
         #expect(stat(path, &status) == 0)
