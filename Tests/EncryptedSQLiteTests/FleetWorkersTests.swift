@@ -17,6 +17,8 @@ private enum ThreadExits {
     static let key: pthread_key_t = {
         var key = pthread_key_t()
         let status = pthread_key_create(&key) { _ in
+            // Not an order: a slow teardown widens the window in which a run that returns too
+            // early is caught; a correct run waits for the destructor however long it takes.
             usleep(150_000)
             ThreadExits.lock.withLock { ThreadExits.finished += 1 }
         }
@@ -48,7 +50,7 @@ struct FleetWorkersTests {
                     #endif
                     ThreadExits.lock.withLock { _ = ThreadExits.setters.insert(thread) }
                 }
-                usleep(20_000)
+                usleep(20_000)  // work that takes a while (spreads the paths over the workers); no check depends on it
                 return index
             },
             progress: { _, _ in })

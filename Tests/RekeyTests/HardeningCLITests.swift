@@ -242,7 +242,7 @@ struct SignalledRun {
                 }
                 if baseline[thread] == nil { baseline[thread] = ticks }
             }
-            usleep(1000)
+            usleep(1000)  // paces a poll of the threads' CPU times (the condition the signal waits for); not an order
         }
         let stderrData = errors.fileHandleForReading.readDataToEndOfFile()
         let stdoutData = output.fileHandleForReading.readDataToEndOfFile()

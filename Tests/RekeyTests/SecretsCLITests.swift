@@ -20,7 +20,7 @@ final class ProcessListWatcher: @unchecked Sendable {
         let thread = Thread { [self] in
             while lock.withLock({ running }) {
                 scanOnce()
-                usleep(2000)
+                usleep(2000)  // paces the scans of /proc; not an order
             }
             done.signal()
         }
@@ -144,6 +144,8 @@ struct SecretsCLITests {
                     #expect(text.contains("app.sqlite"))
                 }
             }
+            // Paces the reads while rekey waits on the held lock (the holder, not a clock, keeps it
+            // running); not an order.
             usleep(20_000)
         }
         process.waitUntilExit()
