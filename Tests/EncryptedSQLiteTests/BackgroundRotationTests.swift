@@ -28,6 +28,17 @@ struct BackgroundRotationTests {
         try Self.makeFile(at: path, ring: ring, walMode: walMode)
         var options = OpenOptions(concurrentReaders: walMode ? 2 : 0)
         options.backgroundRotation = true
+        // The copy stops at its 50th write (through the pausing test VFS) until the watcher below
+        // has scanned it twice: the watcher sees the copy while it is written, whatever the
+        // machine's speed. Installed before the open, so that the copy's connection is seen.
+        let watch = VFSWatch(folder: directory.path)
+        watch.recording = false
+        defer { watch.stop() }
+        let copyWrites = Locked(0)
+        let copyPaused = watch.pause { event in
+            event.after && event.operation == .write && event.path.hasSuffix(".rekey-online")
+                && copyWrites.withLock { $0 += 1; return $0 == 50 }
+        }
         let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
         #expect(database.report.openedWithKeyID == "k1")
         #expect(!database.report.rotated, "the open must not rotate in the foreground")
@@ -36,7 +47,7 @@ struct BackgroundRotationTests {
         // (Its descriptors here are the test's, not the database's: the copy is not the database yet.)
         let copyModes = Locked<Set<String>>([])
         let plaintextSeen = Locked(0)
-        let scans = Locked(0)
+        let scans = ProgressCounter()
         let markers = [Data("person 1".utf8), Data("row 1".utf8)]
         let watcherDone = DispatchSemaphore(value: 0)
         let watcher = Thread {
@@ -46,7 +57,7 @@ struct BackgroundRotationTests {
                     var status = stat()
                     if stat(directory.file(name), &status) == 0 { copyModes.withLock { _ = $0.insert(String(status.st_mode & 0o777, radix: 8)) } }
                     if let content = FileManager.default.contents(atPath: directory.file(name)) {
-                        scans.withLock { $0 += 1 }
+                        scans.increment()
                         if markers.contains(where: { content.range(of: $0) != nil }) { plaintextSeen.withLock { $0 += 1 } }
                     }
                 }
@@ -54,6 +65,14 @@ struct BackgroundRotationTests {
             }
         }
         watcher.start()
+        let scannedWhilePaused = Locked(false)
+        Thread {
+            if copyPaused.waitUntilReached() != nil {
+                let before = scans.value
+                scannedWhilePaused.withLock { $0 = scans.wait(untilAtLeast: before + 2) }
+            }
+            copyPaused.release()
+        }.start()
 
         // 4 tasks write a ledger row each 2 ms and read counts until the rotation has ended.
         let committed = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -75,6 +94,8 @@ struct BackgroundRotationTests {
             return try await group.reduce(0, +)
         }
         let report = try await rotation.result()
+        copyPaused.release()  // ends the wait above if the copy never reached its 50th write
+        #expect(scannedWhilePaused.withLock { $0 }, "the watcher did not scan the copy while its copying was paused")
         #expect(report.method == .backgroundCopy)
         #expect(report.fallbackReason == nil)
         #expect(report.fromKeyID == "k1" && report.toKeyID == "k2")
@@ -100,7 +121,7 @@ struct BackgroundRotationTests {
         let databaseMode = String(status.st_mode & 0o777, radix: 8)
         let modes = copyModes.withLock { $0 }
         #expect(modes.contains("600") && modes.isSubset(of: ["600", databaseMode]), "the copy must be owner-only while it is written (seen: \(modes), database: \(databaseMode))")
-        #expect(scans.withLock { $0 } > 0, "the copy should have been read while it was written")
+        #expect(scans.value > 0, "the copy should have been read while it was written")
         #expect(plaintextSeen.withLock { $0 } == 0, "row text found in the copy")
         let final = try #require(FileManager.default.contents(atPath: path))
         #expect(!markers.contains { final.range(of: $0) != nil }, "row text found in the rotated file")
