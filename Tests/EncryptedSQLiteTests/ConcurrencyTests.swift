@@ -1,4 +1,5 @@
 @testable import CipherFormats
+import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
 @testable import KeyConfiguration
@@ -74,10 +75,11 @@ struct ConcurrencyTests {
         let secondRan = DispatchSemaphore(value: 0)
         let firstInside = DispatchSemaphore(value: 0)
         let firstDone = DispatchSemaphore(value: 0)
+        let overlapped = Locked(false)
         DispatchQueue.global().async {
             _ = try? shared.database.read { _ in
                 firstInside.signal()
-                return secondRan.wait(timeout: .now() + 10)
+                overlapped.withLock { $0 = secondRan.wait(timeout: .now() + 10) == .success }
             }
             firstDone.signal()
         }
@@ -85,6 +87,7 @@ struct ConcurrencyTests {
         _ = try shared.database.read { db in try db.queryValue("SELECT 1", as: Int.self) }
         secondRan.signal()
         #expect(firstDone.wait(timeout: .now() + 10) == .success)
+        #expect(overlapped.withLock { $0 }, "the second read ran only after the first one gave its reader back")
     }
 
     @Test("a read cannot write, with or without a pool", arguments: [0, 2])
