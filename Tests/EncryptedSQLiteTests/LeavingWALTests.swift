@@ -138,6 +138,7 @@ struct LeavingWALTests {
     /// What one round did: where the switching connection was stopped, what the other
     /// connection did there, and what the file held afterwards.
     struct Round: CustomStringConvertible {
+        var point = 0
         var pausedAt: VFSEvent?
         var other = "not run"
         var switchOutcome = ""
@@ -150,7 +151,7 @@ struct LeavingWALTests {
         static let rowCount = 40
 
         var description: String {
-            "stopped at \(pausedAt.map(String.init(describing:)) ?? "nothing") | other: \(other) | switch: \(switchOutcome) | opens with \(opensWith) | rows \(rows.map(String.init) ?? "-") | pages \(census.map(String.init(describing:)) ?? "-")"
+            "pause point \(point), stopped at \(pausedAt.map(String.init(describing:)) ?? "nothing") | other: \(other) | switch: \(switchOutcome) | opens with \(opensWith) | rows \(rows.map(String.init) ?? "-") | pages \(census.map(String.init(describing:)) ?? "-")"
         }
     }
 
@@ -167,10 +168,8 @@ struct LeavingWALTests {
         let (old, new) = (keys.keys[0], keys.keys[1])
         let watch = VFSWatch(folder: directory.path)
         defer { watch.stop() }
-
         var rounds: [Round] = []
-        var point = 0
-        while true {
+        _ = try watch.everyPausePoint(actor: "switching", prepare: {
             for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             // The switching connection wrote the rows itself, in WAL mode, and nobody checkpointed.
             let leaving = try Connection(path: path, access: .readWrite, create: true, key: old.cipherKey, busyTimeout: .seconds(5))
@@ -183,41 +182,22 @@ struct LeavingWALTests {
                 """)
             let context = RotationContext(path: path, from: old, to: new, busyTimeout: .seconds(5), verification: .schema,
                                           logger: OpenOptions().logger, files: .system, workers: 1)
-            let counter = PausePointCounter(stopAt: point)
-            let pause = watch.pause { $0.actor == "switching" && $0.after && counter.next() }
-            let finished = DispatchSemaphore(value: 0)
-            let job = SwitchJob(connection: leaving, context: context)
-            Thread {
-                VFSWatch.setActor("switching")
-                defer {
-                    VFSWatch.setActor(nil)
-                    pause.release()
-                    finished.signal()
-                }
+            return {
+                defer { leaving.close() }
                 switch switching {
                 case .library:
-                    job.outcome = (try? job.context.leaveWAL(job.connection)).map { "\($0)" } ?? "threw"
+                    return (try? context.leaveWAL(leaving)).map { "\($0)" } ?? "threw"
                 case .plainPragma:
-                    job.outcome = (try? job.connection.queryValue("PRAGMA journal_mode = DELETE", as: String.self)).map { "mode \($0)" } ?? "threw"
+                    return (try? leaving.queryValue("PRAGMA journal_mode = DELETE", as: String.self)).map { "mode \($0)" } ?? "threw"
                 }
-            }.start()
-            var round = Round()
-            round.pausedAt = pause.waitUntilReached()
-            if round.pausedAt != nil {
-                VFSWatch.setActor("other")
-                round.other = otherConnection(path: path, old: old, new: new)
-                VFSWatch.setActor(nil)
             }
-            pause.release()
-            finished.wait()
-            round.switchOutcome = job.outcome
-            leaving.close()
-            // No more pause points: the switch ran to its end without stopping.
-            guard round.pausedAt != nil else { break }
+        }, meanwhile: { _ in
+            otherConnection(path: path, old: old, new: new)
+        }, inspect: { done in
+            var round = Round(point: done.point, pausedAt: done.event, other: done.meanwhile, switchOutcome: done.outcome)
             try inspect(&round, path: path, keys: [old, new])
             rounds.append(round)
-            point += 1
-        }
+        })
         return rounds
     }
 
@@ -277,33 +257,5 @@ struct LeavingWALTests {
         // here also shows that the pause points reach between SQLite's two steps.
         let acb29b1 = damaged.filter { $0.census?.firstPageKeyID == "k1" && ($0.census?.pages.last?.count ?? 0) > 0 }
         #expect(!acb29b1.isEmpty, "no pause point reproduced page 1 on the old key over pages on the new one")
-    }
-}
-
-/// Counts the events a pause's predicate is asked about; says yes at the `stopAt`-th (from 0).
-private final class PausePointCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen = 0
-    private let stopAt: Int
-
-    init(stopAt: Int) { self.stopAt = stopAt }
-
-    func next() -> Bool {
-        lock.withLock {
-            defer { seen += 1 }
-            return seen == stopAt
-        }
-    }
-}
-
-/// The switching thread's connection and what it reported, read after it finished.
-private final class SwitchJob: @unchecked Sendable {
-    let connection: Connection
-    let context: RotationContext
-    var outcome = ""
-
-    init(connection: Connection, context: RotationContext) {
-        self.connection = connection
-        self.context = context
     }
 }

@@ -45,7 +45,7 @@ public struct VFSEvent: Sendable, CustomStringConvertible {
         case .lock, .unlock: what = "\(operation) \(Self.lockName(level))"
         case .read, .write: what = "\(operation) \(amount) at \(offset)"
         case .truncate: what = "truncate to \(offset)"
-        case .shmLock: what = "shmLock \(level & 2 != 0 ? "unlock" : "lock") \(level & 8 != 0 ? "EXCLUSIVE" : "SHARED") slots \(offset)+\(amount)"
+        case .shmLock: what = "shmLock \(level & 1 != 0 ? "unlock" : "lock") \(level & 8 != 0 ? "EXCLUSIVE" : "SHARED") slots \(offset)+\(amount)"
         default: what = "\(operation)"
         }
         let outcome = after ? " → \(result)" : " (before)"
@@ -233,6 +233,91 @@ private final class ActorNames: @unchecked Sendable {
             let copy = strdup(name)!
             names[name] = copy
             return UnsafePointer(copy)
+        }
+    }
+}
+
+// MARK: Every pause point
+
+/// One round of ``VFSWatch/everyPausePoint(actor:counting:prepare:meanwhile:)``: where the work
+/// was stopped, what was done meanwhile, and what the work returned.
+public struct PausePointRound<Meanwhile, Outcome> {
+    /// The pause point's number: the work stopped after this many counted events (0 is the first).
+    public let point: Int
+    /// The event the work was stopped at.
+    public let event: VFSEvent
+    public let meanwhile: Meanwhile
+    public let outcome: Outcome
+}
+
+extension VFSWatch {
+    /// Runs the same work once per pause point, stopping it at each in turn: round `n` stops the
+    /// work after its `n`-th event that `counting` accepts (events of the thread named `actor`),
+    /// runs `meanwhile` on the calling thread while it is stopped, then lets it finish. Rounds go
+    /// on until the work finishes without reaching the point, so every counted event of the work
+    /// is a pause point once. Work that behaves the same each time (the same files, the same
+    /// calls) makes the rounds replay exactly; a failing round is named by its point.
+    ///
+    /// - Parameters:
+    ///   - prepare: sets the files up for a round and returns the work, run on another thread.
+    ///   - meanwhile: what another connection does while the work is stopped at `event`.
+    ///   - inspect: called after the work finished, before the next round's `prepare`.
+    public func everyPausePoint<Meanwhile, Outcome>(
+        actor: String, counting: @escaping @Sendable (VFSEvent) -> Bool = { $0.after }, limit: Int = 100_000,
+        prepare: () throws -> () -> Outcome, meanwhile: (VFSEvent) throws -> Meanwhile,
+        inspect: (PausePointRound<Meanwhile, Outcome>) throws -> Void = { _ in }
+    ) throws -> [PausePointRound<Meanwhile, Outcome>] {
+        var rounds: [PausePointRound<Meanwhile, Outcome>] = []
+        for point in 0..<limit {
+            let work = UncheckedWork(try prepare())
+            let counter = PointCounter(stopAt: point)
+            let pause = self.pause { $0.actor == actor && counting($0) && counter.next() }
+            let finished = DispatchSemaphore(value: 0)
+            Thread {
+                VFSWatch.setActor(actor)
+                defer {
+                    VFSWatch.setActor(nil)
+                    pause.release()
+                    finished.signal()
+                }
+                work.run()
+            }.start()
+            let stoppedAt = pause.waitUntilReached()
+            // The meanwhile step runs under no name, so that its own events never count.
+            let done = try stoppedAt.map { try meanwhile($0) }
+            pause.release()
+            finished.wait()
+            guard let stoppedAt, let done, let outcome = work.outcome else { break }
+            let round = PausePointRound(point: point, event: stoppedAt, meanwhile: done, outcome: outcome)
+            try inspect(round)
+            rounds.append(round)
+        }
+        return rounds
+    }
+}
+
+/// A round's work, handed to its thread; its outcome is read after the thread finished.
+private final class UncheckedWork<Outcome>: @unchecked Sendable {
+    private let body: () -> Outcome
+    var outcome: Outcome?
+
+    init(_ body: @escaping () -> Outcome) { self.body = body }
+
+    func run() { outcome = body() }
+}
+
+/// Counts the events a pause's predicate accepts; says yes at the `stopAt`-th (from 0).
+private final class PointCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen = 0
+    private let stopAt: Int
+
+    init(stopAt: Int) { self.stopAt = stopAt }
+
+    func next() -> Bool {
+        lock.withLock {
+            defer { seen += 1 }
+            return seen == stopAt
         }
     }
 }

@@ -22,12 +22,14 @@ struct EngineRekey: Rotation {
         try context.requireWritable(connection)
         // The journal (or WAL) grows to about the size of the database.
         try context.requireSpace(bytes: bytes, for: "the rotation's journal")
-        // Wait (up to the busy timeout) until no other connection writes or reads, so that a lock
-        // conflict is reported as busy instead of as a rekey that silently did nothing.
-        try context.step("locking the database for rotation") {
-            try connection.execute("BEGIN EXCLUSIVE")
-            try connection.execute("COMMIT")
-        }
+        // Wait (up to the busy timeout) until no other connection writes (or, in rollback mode,
+        // reads), so that a lock conflict is reported as busy instead of as a rekey that silently
+        // did nothing, and keep that lock until the rekey has committed: SQLCipher's rekey runs
+        // inside the open transaction and commits it. Released between a probe and the rekey, the
+        // lock let another connection in, and the rekey then did nothing (EngineRekeyLockTests).
+        try context.step("locking the database for rotation") { try connection.execute("BEGIN EXCLUSIVE") }
+        var locked = true
+        defer { if locked, !connection.isAutocommit { try? connection.execute("ROLLBACK") } }
         // Read under the lock just taken: what the connection said before can be stale (another
         // process may have switched the file to or from WAL mode since it last read it).
         let journalMode = try context.step("reading the journal mode") { try connection.journalMode() }
@@ -37,6 +39,10 @@ struct EngineRekey: Rotation {
         ])
         let rekeyTime = Stopwatch()
         let outcome = connection.rekey(to: key)
+        // The rekey committed (or rolled back) the database's transaction itself; this ends the
+        // statement-level transaction that BEGIN opened.
+        if !connection.isAutocommit { try? connection.execute("COMMIT") }
+        locked = false
         if journalMode == "wal" {
             // Move the re-encrypted pages from the WAL into the database file. A checkpoint that
             // cannot finish (a reader holds an old snapshot) is not an error: the WAL is valid.
