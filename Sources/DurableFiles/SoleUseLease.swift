@@ -28,9 +28,12 @@ package final class SoleUseLease {
     private var descriptor: Int32
     /// How many bytes from the start ``overwriteStart(bytes:)`` zeroed, once it succeeded.
     private var zeroed: Int?
+    /// The byte the ``Gate`` this lease was taken from keeps locked, until ``openGate()``.
+    private var gateByte: Int64?
 
-    private init(descriptor: Int32) {
+    private init(descriptor: Int32, gateByte: Int64? = nil) {
         self.descriptor = descriptor
+        self.gateByte = gateByte
     }
 
     deinit { release() }
@@ -38,6 +41,95 @@ package final class SoleUseLease {
     // Linux values (<fcntl.h>, _GNU_SOURCE), which Glibc's module does not export.
     private static let setLease: Int32 = 1024
     private static let setSignal: Int32 = 10
+    fileprivate static let setOpenFileLock: Int32 = 37  // F_OFD_SETLK
+
+    /// A descriptor of the file, opened while this process still has its connections to it, with
+    /// a write lock on one of SQLite's lock bytes that belongs to the descriptor (an open file
+    /// description lock), not to the process: closing the connections' descriptors, which drops
+    /// every lock the process holds on the file, keeps it.
+    ///
+    /// Locking SQLite's PENDING byte this way keeps every connection, in any process, from
+    /// starting a transaction: SQLite reads that byte before it takes a SHARED lock. Between the
+    /// moment this process closes its last connection and the moment the lease proves nobody else
+    /// has the file open, another process could otherwise open the file, commit and close again,
+    /// leaving no descriptor for the lease to see and a commit that the swap would lose.
+    ///
+    /// Open it while the process's connections hold no lock on that byte (between transactions);
+    /// close it (``close()``, or through the lease) only after they are closed, since closing any
+    /// descriptor of the file drops the process's POSIX locks.
+    package final class Gate {
+        fileprivate var descriptor: Int32
+        fileprivate let byte: Int64
+        /// Why the byte could not be locked (another connection is starting a transaction or
+        /// holds a lock on it, or the file system has no such locks); `nil` when it is locked.
+        package let refusal: String?
+
+        /// Opens `path` and locks `byte` for this descriptor.
+        package init(_ path: String, byte: Int64) {
+            self.byte = byte
+            descriptor = open(path, O_RDWR | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                refusal = "cannot open the file: \(String(cString: strerror(errno)))"
+                return
+            }
+            var lock = flock()
+            lock.l_type = Int16(F_WRLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = off_t(byte)
+            lock.l_len = 1
+            if fcntl(descriptor, SoleUseLease.setOpenFileLock, &lock) == 0 {
+                refusal = nil
+            } else {
+                let code = errno
+                refusal = code == EAGAIN || code == EACCES
+                    ? "another connection is starting a transaction on the file"
+                    : "the file system refused an open file description lock (\(String(cString: strerror(code))))"
+            }
+        }
+
+        deinit { close() }
+
+        /// Takes a write lease through this descriptor, as ``SoleUseLease/acquire(_:attempts:)``
+        /// does; the lease keeps the descriptor and the lock (see ``SoleUseLease/openGate()``).
+        /// Call it once this process's own connections to the file are closed.
+        package func lease(attempts: Int = 5) -> Outcome {
+            guard descriptor >= 0, refusal == nil else { return .unprovable(refusal ?? "the gate is closed") }
+            var outcome = SoleUseLease.lease(descriptor, gateByte: byte)
+            for _ in 1..<max(1, attempts) {
+                guard case .openElsewhere = outcome else { break }
+                usleep(2000)
+                outcome = SoleUseLease.lease(descriptor, gateByte: byte)
+            }
+            if case .held = outcome { descriptor = -1 }
+            return outcome
+        }
+
+        /// Closes the descriptor, which releases the lock. Safe to call more than once. Only
+        /// when no other connection of this process has the file open (see ``keepOpen()``).
+        package func close() {
+            guard descriptor >= 0 else { return }
+            closeDescriptor(descriptor)
+            descriptor = -1
+        }
+
+        /// Releases the lock but keeps the descriptor open until the process ends: for when
+        /// another connection of this process turned out to have the file open, whose POSIX locks
+        /// closing any descriptor of the file would drop.
+        package func keepOpen() {
+            guard descriptor >= 0 else { return }
+            var lock = flock()
+            lock.l_type = Int16(F_UNLCK)
+            lock.l_whence = Int16(SEEK_SET)
+            lock.l_start = off_t(byte)
+            lock.l_len = 1
+            _ = fcntl(descriptor, SoleUseLease.setOpenFileLock, &lock)
+            Gate.keptOpen.withLock { $0.append(descriptor) }
+            descriptor = -1
+        }
+
+        /// Descriptors ``keepOpen()`` kept.
+        private static let keptOpen = KeptDescriptors()
+    }
 
     /// Opens `path` and takes a write lease on it.
     ///
@@ -57,16 +149,36 @@ package final class SoleUseLease {
     private static func attempt(_ path: String) -> Outcome {
         let descriptor = open(path, O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return .unprovable("cannot open the file: \(String(cString: strerror(errno)))") }
+        let outcome = lease(descriptor, gateByte: nil)
+        if case .held = outcome { return outcome }
+        close(descriptor)
+        return outcome
+    }
+
+    /// A write lease on `descriptor`, which the caller keeps (and closes) unless it is held.
+    fileprivate static func lease(_ descriptor: Int32, gateByte: Int64?) -> Outcome {
         // A lease break signals the holder, by default with SIGIO, whose default action ends the
         // process. SIGURG's default action is to ignore it.
         _ = fcntl(descriptor, setSignal, SIGURG)
         if fcntl(descriptor, setLease, Int32(F_WRLCK)) == 0 {
-            return .held(SoleUseLease(descriptor: descriptor))
+            return .held(SoleUseLease(descriptor: descriptor, gateByte: gateByte))
         }
         let code = errno
-        close(descriptor)
         if code == EAGAIN || code == EBUSY { return .openElsewhere }
         return .unprovable("the kernel refused a lease (\(String(cString: strerror(code))))")
+    }
+
+    /// Releases the ``Gate``'s lock this lease was taken with, if any: connections may start
+    /// transactions on the file again. The lease and the descriptor stay.
+    package func openGate() {
+        guard descriptor >= 0, let byte = gateByte else { return }
+        var lock = flock()
+        lock.l_type = Int16(F_UNLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = off_t(byte)
+        lock.l_len = 1
+        _ = fcntl(descriptor, Self.setOpenFileLock, &lock)
+        gateByte = nil
     }
 
     /// Overwrites the first `bytes` bytes of the leased file with zeros and flushes them: for a
@@ -100,6 +212,7 @@ package final class SoleUseLease {
     /// its blocks (time in proportion to its size), so that the caller can do that after its pause.
     package func releaseKeepingOpen() -> ReplacedFile {
         guard descriptor >= 0 else { return ReplacedFile(descriptor: -1, zeroed: nil) }
+        openGate()
         _ = fcntl(descriptor, Self.setLease, Int32(F_UNLCK))
         defer { descriptor = -1 }
         return ReplacedFile(descriptor: descriptor, zeroed: zeroed)
@@ -182,4 +295,12 @@ package final class ReplacedFile {
 /// `close(2)`, under a name that ``ReplacedFile/close()`` does not shadow.
 private func closeDescriptor(_ descriptor: Int32) {
     _ = close(descriptor)
+}
+
+/// Descriptors kept open until the process ends (``SoleUseLease/Gate/keepOpen()``).
+private final class KeptDescriptors: @unchecked Sendable {
+    private let lock = NSLock()
+    private var descriptors: [Int32] = []
+
+    func withLock(_ body: (inout [Int32]) -> Void) { lock.withLock { body(&descriptors) } }
 }

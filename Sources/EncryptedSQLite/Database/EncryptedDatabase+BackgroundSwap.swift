@@ -9,6 +9,7 @@ extension EncryptedDatabase {
 
     /// SQLite's lock bytes in a database file (os_unix.c: `PENDING_BYTE` 0x40000000, the RESERVED
     /// byte after it, then the 510-byte SHARED range).
+    static let pendingByte: Int64 = 0x4000_0000
     static let reservedByte: Int64 = 0x4000_0001
     static let sharedFirst: Int64 = 0x4000_0002
     static let sharedSize: Int64 = 510
@@ -63,13 +64,21 @@ extension EncryptedDatabase {
             if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
         }
         phase("checkpoint")
+        // From before the writer's close until the lease, no connection in any process can start
+        // a transaction: another process could otherwise open the file, commit and close again in
+        // between, leaving no descriptor for the lease to see, and its commit would be lost with
+        // the replaced file (SwapWindowTests).
+        let gate = SoleUseLease.Gate(path, byte: Self.pendingByte)
         writer.close()
-        if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 0 {
+        if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 1 {
+            gate.keepOpen()  // closing it would drop the other connection's locks
             return .fellBack(reason: "this process has the file open through another connection")
         }
+        defer { gate.close() }
+        if let refusal = gate.refusal { return .fellBack(reason: refusal) }
         phase("closed")
         let lease: SoleUseLease
-        switch SoleUseLease.acquire(path) {
+        switch gate.lease() {
         case .held(let held): lease = held
         case .openElsewhere: return .fellBack(reason: "another process has the file open")
         case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
