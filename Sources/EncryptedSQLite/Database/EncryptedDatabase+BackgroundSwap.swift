@@ -7,12 +7,6 @@ import SQLCipherConnection
 extension EncryptedDatabase {
     // MARK: Background rotation: the swap
 
-    /// SQLite's lock bytes in a database file (os_unix.c: `PENDING_BYTE` 0x40000000, the RESERVED
-    /// byte after it, then the 510-byte SHARED range).
-    static let pendingByte: Int64 = 0x4000_0000
-    static let reservedByte: Int64 = 0x4000_0001
-    static let sharedFirst: Int64 = 0x4000_0002
-    static let sharedSize: Int64 = 510
     /// With `writerLock` held: the last pages, the check, the swap. Every access waits meanwhile.
     func swapWithWriterLock(_ copy: BackgroundCopy, keys: KeyList, from: ResolvedKey, figures: (steps: Int, longest: Duration, start: Stopwatch)) throws(EncryptedDatabaseError) -> StepOutcome {
         let pause = Stopwatch()
@@ -64,29 +58,18 @@ extension EncryptedDatabase {
             if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
         }
         phase("checkpoint")
-        // From before the writer's close until the lease, no connection in any process can start
-        // a transaction: another process could otherwise open the file, commit and close again in
-        // between, leaving no descriptor for the lease to see, and its commit would be lost with
-        // the replaced file (SwapWindowTests).
-        let gate = SoleUseLease.Gate(path, byte: Self.pendingByte)
-        writer.close()
-        if let own = SoleUseLease.descriptorsInThisProcess(of: path), own > 1 {
-            gate.keepOpen()  // closing it would drop the other connection's locks
-            return .fellBack(reason: "this process has the file open through another connection")
-        }
-        defer { gate.close() }
-        if let refusal = gate.refusal { return .fellBack(reason: refusal) }
-        phase("closed")
         let lease: SoleUseLease
-        switch gate.lease() {
+        switch SoleUse.prove(path, closing: { writer.close() }) {
         case .held(let held): lease = held
-        case .openElsewhere: return .fellBack(reason: "another process has the file open")
+        case .inUse(let why): return .fellBack(reason: why)
         case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
         }
+        phase("closed")
         defer { lease.release() }
         // With the lease, no other process can have a transaction open: a side file that is not
-        // empty now is not another process's work in progress. Closing the last connection let
-        // SQLite remove the -wal; that is made durable before the copy appears under the name.
+        // empty now is not another process's work in progress. The WAL was checkpointed and
+        // truncated above (SQLite may not remove it on the last close: the PENDING byte is held),
+        // and that is made durable before the copy appears under the name.
         let folder = FileSystem.folder(of: path)
         for suffix in ["-wal", "-journal"] where FileSystem.size(of: path + suffix) != nil {
             guard FileSystem.size(of: path + suffix) == 0 else {
@@ -120,8 +103,8 @@ extension EncryptedDatabase {
         // file's -wal. Holding a SHARED and a RESERVED lock on the replaced file, as a connection
         // in a write transaction would, stops both for as long as this database lives.
         do {
-            try lease.lock(start: Self.sharedFirst, length: Self.sharedSize, exclusive: false)
-            try lease.lock(start: Self.reservedByte, length: 1, exclusive: true)
+            try lease.lock(start: SoleUse.sharedFirst, length: SoleUse.sharedSize, exclusive: false)
+            try lease.lock(start: SoleUse.reservedByte, length: 1, exclusive: true)
         } catch {
             logger.warning("could not lock the replaced file", metadata: ["path": "\(path)", "error": "\(error)"])
         }

@@ -34,7 +34,13 @@ struct ExportRotation: Rotation {
         let leftWAL = wal == .left
         var swapped = false
         defer {
-            if !swapped {
+            if !swapped, connection.isClosed {
+                // Closed by the sole-use check, which then found the file in use.
+                if leftWAL, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: context.busyTimeout).open(with: context.from) {
+                    context.restoreWAL(reopened)
+                    reopened.close()
+                }
+            } else if !swapped {
                 if leftWAL {
                     context.restoreWAL(connection)
                 } else if !connection.isAutocommit {
@@ -74,6 +80,22 @@ struct ExportRotation: Rotation {
         for suffix in ["-journal", "-wal", "-shm"] where FileManager.default.fileExists(atPath: temporary + suffix) {
             throw .ioFailure(path: path, operation: "swapping in the exported file", detail: "the copy still has a \(suffix) file; the original was left in place")
         }
+        // Nobody may go on using the file it replaces: prove that no other connection has it open
+        // (SoleUse), releasing this connection's lock only once none can start a transaction.
+        var lease: SoleUseLease?
+        switch SoleUse.prove(path, closing: {
+            try? connection.execute("ROLLBACK")
+            connection.close()
+        }) {
+        case .held(let held): lease = held
+        case .inUse(let why):
+            throw .busy(path: path, detail: "\(why); a rotation that writes a new file (encrypting, upgrading or changing cipher settings) needs the file to itself: stop the processes that use it (fuser \(path)) and run it again, or let one of them rotate it when it opens. Nothing was changed")
+        case .unprovable(let why):
+            // No lease here: the rename goes ahead as before, and a process that still has the
+            // file open keeps the replaced one (its writes fail with SQLite's 1032).
+            context.logger.warning("whether another process has the file open cannot be proven; swapping in the exported file anyway", metadata: ["path": "\(path)", "reason": "\(why)"])
+        }
+        defer { lease?.release() }
         do {
             try copy.publish(as: path, replacing: true)
             swapped = true
@@ -84,7 +106,16 @@ struct ExportRotation: Rotation {
         } catch {
             throw .ioFailure(path: path, operation: "swapping in the exported file", detail: error.description)
         }
-        connection.close()  // releases the lock, held on the old file until now
+        // A process whose open waited on the lease holds the replaced file: it must find no
+        // database there rather than a stale one (its library follows the rotation then).
+        if let lease {
+            do {
+                try lease.overwriteStart(bytes: original.pageSize)
+            } catch {
+                context.logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+            lease.release()
+        }
         copy.close()
 
         let opened: Connection
