@@ -47,8 +47,9 @@ enum PooledReads {
 
 extension PooledReads {
     /// Waits until `count` reads of `database` wait for a reader of its pool (every reader busy):
-    /// a poll of the pool's own count, then checked; `false` after `limit`, a hang guard.
-    static func waiting(_ database: EncryptedDatabase, count: Int = 1, limit: Duration = .seconds(20)) async -> Bool {
+    /// a poll of the pool's own count, then checked; `false` after `limit`, a hang guard (long: in a
+    /// full run other suites' synchronous tests can hold the cooperative threads the reads need).
+    static func waiting(_ database: EncryptedDatabase, count: Int = 1, limit: Duration = .seconds(600)) async -> Bool {
         let deadline = ContinuousClock.now + limit
         while (database.readers?.waitingCount ?? 0) < count {
             if ContinuousClock.now >= deadline { return false }

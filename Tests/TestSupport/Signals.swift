@@ -81,7 +81,7 @@ public final class OutputLines: @unchecked Sendable {
 
     /// ``wait(forCount:of:limit:)`` for async code: the blocking wait runs on a thread of its own,
     /// so that no thread of the cooperative pool waits.
-    public func arrived(count target: Int, of prefix: String, limit: Duration = .seconds(60)) async -> Bool {
+    public func arrived(count target: Int, of prefix: String, limit: Duration = .seconds(600)) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: self.wait(forCount: target, of: prefix, limit: limit)) }.start()
         }
@@ -124,8 +124,11 @@ public final class ProgressCounter: @unchecked Sendable {
     }
 
     /// ``wait(untilAtLeast:limit:)`` for async code: the blocking wait runs on a thread of its
-    /// own, so that no thread of the cooperative pool waits.
-    public func reached(_ target: Int, limit: Duration = .seconds(60)) async -> Bool {
+    /// own, so that no thread of the cooperative pool waits. The counted operations usually run
+    /// as tasks too, and in a full run the synchronous tests of other suites can hold both
+    /// cooperative threads of a 2-core machine for a minute or more (the crash tests wait on child
+    /// processes): the hang guard is 10 minutes, so that a starved task is not taken for a hung one.
+    public func reached(_ target: Int, limit: Duration = .seconds(600)) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: self.wait(untilAtLeast: target, limit: limit)) }.start()
         }

@@ -175,6 +175,9 @@ extension EncryptedDatabaseError {
         case let error as SQLiteError:
             switch error.code.primary {
             case .busy, .locked: return .busy(path: path, detail: error.message)
+            // Another connection held the WAL's locks through SQLite's own retries (a recovery or
+            // a checkpoint that stalled): the file is in use, not damaged (StartupDuringRotationTests).
+            case .lockingProtocol: return .busy(path: path, detail: "another connection held the WAL's locks while SQLite retried for about 10 s (\(error.message))")
             case .readOnly: return .readOnly(path: path, reason: error.message)
             case .permission, .cannotOpen: return .permissionDenied(path: path, reason: error.message)
             case .full: return .diskFull(path: path, detail: error.message)

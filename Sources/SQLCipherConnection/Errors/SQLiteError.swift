@@ -40,6 +40,9 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let notAuthorized = ResultCode(rawValue: SQLITE_AUTH)
     /// `SQLITE_NOTADB`: not a database, or encrypted with another key.
     public static let notADatabase = ResultCode(rawValue: SQLITE_NOTADB)
+    /// `SQLITE_PROTOCOL`: in WAL mode, SQLite retried taking the WAL's locks for about 10 s while
+    /// another connection held them in the middle of a recovery or checkpoint, and gave up.
+    public static let lockingProtocol = ResultCode(rawValue: SQLITE_PROTOCOL)
     /// `SQLITE_MISUSE`: the library was used incorrectly.
     public static let misuse = ResultCode(rawValue: SQLITE_MISUSE)
 
