@@ -1,0 +1,72 @@
+@testable import EncryptedSQLite
+import Foundation
+@testable import KeyConfiguration
+import Testing
+import TestSupport
+
+/// The `sqlcipher` shell, a process that knows nothing of this library, writes to the file while
+/// an open rotates it: stopped by the pausing test VFS after each of the rotation's lock, unlock,
+/// shm, sync, open, close, truncate and delete calls in turn, the rotation waits while the shell
+/// runs one `INSERT` with the old key and no busy timeout. Whatever the shell was told, the file
+/// must end on the current key with every row it acknowledged, and the shell must have been told
+/// either "done" or a lock or key error, never that the file is damaged.
+@Suite("The sqlcipher shell writing while an open rotates the file, at every pause point", .serialized)
+struct ForeignWriterDuringRotationTests {
+    @Test("every row the shell acknowledged is in the rotated file; the shell hears done, locked or not a database", arguments: StartupDuringRotationTests.cases)
+    func everyPausePoint(_ scenario: StartupDuringRotationTests.Case) throws {
+        let directory = TemporaryDirectory("foreign-writer-points")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        let keys = try ring.keyList(database: path)
+        let watch = VFSWatch(folder: directory.path)
+        defer { watch.stop() }
+        var options = OpenOptions()
+        options.rotationStrategy = scenario.strategy
+        let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .sync, .open, .close, .truncate, .delete]
+        let files: Set<String> = [path, path + "-journal", path + "-wal"]
+        var answers: [String: Int] = [:], problems: [String] = []
+        let rounds = try watch.everyPausePoint(actor: "rotating", counting: { $0.after && files.contains($0.path) && counted.contains($0.operation) }, prepare: {
+            for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            let maker = try Connection(path: path, access: .readWrite, create: true, key: keys.keys[0].cipherKey, busyTimeout: .seconds(5))
+            _ = try maker.queryValue("PRAGMA journal_mode = \(scenario.journalMode)", as: String.self)
+            try maker.execute("""
+                CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);
+                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(StartupDuringRotationTests.rowCount))
+                INSERT INTO t(payload) SELECT randomblob(300) FROM n;
+                """)
+            maker.close()
+            return { () -> String in
+                do {
+                    let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+                    return database.report.rotated ? "rotated" : "not rotated"
+                } catch {
+                    return "failed: \(error)"
+                }
+            }
+        }, meanwhile: { _ -> (acknowledged: Bool, answer: String) in
+            let result = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "INSERT INTO t(payload) VALUES (x'5A');")
+            let error = result.stderr.lowercased()
+            let answer = result.status == 0 ? "done"
+                : error.contains("locked") || error.contains("busy") || error.contains("locking protocol") ? "locked"
+                : error.contains("not a database") ? "not a database" : "other: \(result.stderr.prefix(200))"
+            return (result.status == 0, answer)
+        }, inspect: { round in
+            answers[round.meanwhile.answer.hasPrefix("other") ? "other" : round.meanwhile.answer, default: 0] += 1
+            if round.meanwhile.answer.hasPrefix("other") { problems.append("pause point \(round.point), \(round.event): the shell said \(round.meanwhile.answer)") }
+            if round.outcome.hasPrefix("failed") { problems.append("pause point \(round.point), \(round.event): the rotating open \(round.outcome)") }
+            let expected = StartupDuringRotationTests.rowCount + (round.meanwhile.acknowledged ? 1 : 0)
+            let (rows, quickCheck) = (try? EncryptedDatabase(path: path, keys: keys).read { db in
+                (try db.queryValue("SELECT count(*) FROM t", as: Int.self), try db.queryValue("PRAGMA quick_check", as: String.self))
+            }) ?? (nil, nil)
+            let onKey = (try? EncryptedDatabase.check(path: path, keys: keys))?.openedWithKeyID
+            if rows != expected || quickCheck != "ok" || onKey != keys.currentID {
+                problems.append("pause point \(round.point), \(round.event): shell \(round.meanwhile.answer), rotation \(round.outcome); file on \(onKey ?? "no key"), rows \(rows ?? -1) of \(expected), quick_check \(quickCheck ?? "none")")
+            }
+        })
+        print("foreign-writer-points|\(scenario.testDescription)|pause points \(rounds.count)|\(answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
+        for line in problems.prefix(4) { print("problem: \(line)") }
+        #expect(rounds.count > 5, "the VFS saw only \(rounds.count) pause points")
+        #expect((answers["done"] ?? 0) > 0 && (answers["locked"] ?? 0) > 0, "the shell should get in at some points and be kept out at others: \(answers)")
+        #expect(problems.isEmpty, "\(problems.count) problems; first: \(problems.first ?? "")")
+    }
+}
