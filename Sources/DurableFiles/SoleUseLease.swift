@@ -41,7 +41,6 @@ package final class SoleUseLease {
     // Linux values (<fcntl.h>, _GNU_SOURCE), which Glibc's module does not export.
     private static let setLease: Int32 = 1024
     private static let setSignal: Int32 = 10
-    fileprivate static let setOpenFileLock: Int32 = 37  // F_OFD_SETLK
 
     /// A descriptor of the file, opened while this process still has its connections to it, with
     /// a write lock on one of SQLite's lock bytes that belongs to the descriptor (an open file
@@ -72,12 +71,7 @@ package final class SoleUseLease {
                 refusal = "cannot open the file: \(String(cString: strerror(errno)))"
                 return
             }
-            var lock = flock()
-            lock.l_type = Int16(F_WRLCK)
-            lock.l_whence = Int16(SEEK_SET)
-            lock.l_start = off_t(byte)
-            lock.l_len = 1
-            if fcntl(descriptor, SoleUseLease.setOpenFileLock, &lock) == 0 {
+            if setOpenFileLock(descriptor, byte: byte, type: F_WRLCK) {
                 refusal = nil
             } else {
                 let code = errno
@@ -117,12 +111,7 @@ package final class SoleUseLease {
         /// closing any descriptor of the file would drop.
         package func keepOpen() {
             guard descriptor >= 0 else { return }
-            var lock = flock()
-            lock.l_type = Int16(F_UNLCK)
-            lock.l_whence = Int16(SEEK_SET)
-            lock.l_start = off_t(byte)
-            lock.l_len = 1
-            _ = fcntl(descriptor, SoleUseLease.setOpenFileLock, &lock)
+            _ = setOpenFileLock(descriptor, byte: byte, type: F_UNLCK)
             Gate.keptOpen.withLock { $0.append(descriptor) }
             descriptor = -1
         }
@@ -172,12 +161,7 @@ package final class SoleUseLease {
     /// transactions on the file again. The lease and the descriptor stay.
     package func openGate() {
         guard descriptor >= 0, let byte = gateByte else { return }
-        var lock = flock()
-        lock.l_type = Int16(F_UNLCK)
-        lock.l_whence = Int16(SEEK_SET)
-        lock.l_start = off_t(byte)
-        lock.l_len = 1
-        _ = fcntl(descriptor, Self.setOpenFileLock, &lock)
+        _ = setOpenFileLock(descriptor, byte: byte, type: F_UNLCK)
         gateByte = nil
     }
 
@@ -290,6 +274,18 @@ package final class ReplacedFile {
         closeDescriptor(descriptor)
         descriptor = -1
     }
+}
+
+/// Sets (`F_WRLCK`) or releases (`F_UNLCK`) an open file description lock on one byte of the
+/// file `descriptor` is open on, without waiting (`F_OFD_SETLK`, 37 on Linux, which Glibc's module
+/// does not export); `false` when another lock is in the way or the file system refuses.
+private func setOpenFileLock(_ descriptor: Int32, byte: Int64, type: Int32) -> Bool {
+    var lock = flock()
+    lock.l_type = Int16(type)
+    lock.l_whence = Int16(SEEK_SET)
+    lock.l_start = off_t(byte)
+    lock.l_len = 1
+    return fcntl(descriptor, 37, &lock) == 0
 }
 
 /// `close(2)`, under a name that ``ReplacedFile/close()`` does not shadow.

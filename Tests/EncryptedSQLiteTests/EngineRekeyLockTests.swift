@@ -25,24 +25,13 @@ struct EngineRekeyLockTests {
     }
 
     static func everyPausePoint(journalMode: String) throws -> [Point] {
-        let directory = TemporaryDirectory("engine-rekey-lock")
-        let ring = TestKeyring([.hex, .hex], in: directory)
-        let path = directory.file("app.sqlite")
-        let keys = try ring.keyList(database: path)
-        let (old, new) = (keys.keys[0], keys.keys[1])
-        let watch = VFSWatch(folder: directory.path)
-        defer { watch.stop() }
+        let scene = try PausePointScene("engine-rekey-lock")
+        defer { scene.watch.stop() }
+        let (path, watch) = (scene.path, scene.watch)
+        let (old, new) = (scene.keys.keys[0], scene.keys.keys[1])
         var points: [Point] = []
         _ = try watch.everyPausePoint(actor: "rotator", prepare: {
-            for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            let maker = try Connection(path: path, access: .readWrite, create: true, key: old.cipherKey, busyTimeout: .seconds(5))
-            _ = try maker.queryValue("PRAGMA journal_mode = \(journalMode)", as: String.self)
-            try maker.execute("""
-                CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);
-                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(Self.rowCount))
-                INSERT INTO t(payload) SELECT randomblob(300) FROM n;
-                """)
-            maker.close()
+            try PausePointFile.make(at: path, key: old.cipherKey, journalMode: journalMode, rows: Self.rowCount).close()
             let rotating = try #require(try KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(5)).open(with: old))
             let context = RotationContext(path: path, from: old, to: new, busyTimeout: .seconds(5), verification: .schema,
                                           logger: OpenOptions().logger, files: .system, workers: 1)

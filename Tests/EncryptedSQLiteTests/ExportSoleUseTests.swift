@@ -15,14 +15,7 @@ struct ExportSoleUseTests {
 
     /// A plaintext file with `rowCount` rows in `t`, in rollback-journal mode.
     static func makePlaintext(at path: String) throws {
-        for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        let maker = try Connection(path: path, access: .readWrite, create: true, key: nil, busyTimeout: .seconds(5))
-        defer { maker.close() }
-        try maker.execute("""
-            CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);
-            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(rowCount))
-            INSERT INTO t(payload) SELECT randomblob(300) FROM n;
-            """)
+        try PausePointFile.make(at: path, key: nil, rows: rowCount).close()
     }
 
     @Test("another connection of this process has the plaintext file open: the export refuses with busy, the file stays as it was and the other connection goes on writing to it")
@@ -57,12 +50,9 @@ struct ExportSoleUseTests {
 
     @Test("the export stopped at each lock, unlock, open, close, sync and delete on the database file while another connection tries to write: every write it made is in the encrypted file")
     func everyPausePoint() throws {
-        let directory = TemporaryDirectory("export-points")
-        let ring = TestKeyring([.hex], in: directory, plaintextID: "v0")
-        let path = directory.file("app.sqlite")
-        let keys = try ring.keyList(database: path)
-        let watch = VFSWatch(folder: directory.path)
-        defer { watch.stop() }
+        let scene = try PausePointScene("export-points", kinds: [.hex], plaintextID: "v0")
+        defer { scene.watch.stop() }
+        let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
         let operations: Set<VFSEvent.Operation> = [.lock, .unlock, .open, .close, .sync, .delete, .truncate]
         var lost: [String] = [], written = 0, refused = 0, failedOpens: [String] = []
         let rounds = try watch.everyPausePoint(actor: "rotator", counting: { $0.after && $0.path == path && operations.contains($0.operation) }, prepare: {

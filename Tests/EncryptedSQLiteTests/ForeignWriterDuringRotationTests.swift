@@ -14,27 +14,16 @@ import TestSupport
 struct ForeignWriterDuringRotationTests {
     @Test("every row the shell acknowledged is in the rotated file; the shell hears done, locked or not a database", arguments: StartupDuringRotationTests.cases)
     func everyPausePoint(_ scenario: StartupDuringRotationTests.Case) throws {
-        let directory = TemporaryDirectory("foreign-writer-points")
-        let ring = TestKeyring([.hex, .hex], in: directory)
-        let path = directory.file("app.sqlite")
-        let keys = try ring.keyList(database: path)
-        let watch = VFSWatch(folder: directory.path)
-        defer { watch.stop() }
+        let scene = try PausePointScene("foreign-writer-points")
+        defer { scene.watch.stop() }
+        let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
         var options = OpenOptions()
         options.rotationStrategy = scenario.strategy
         let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .sync, .open, .close, .truncate, .delete]
         let files: Set<String> = [path, path + "-journal", path + "-wal"]
         var answers: [String: Int] = [:], problems: [String] = []
         let rounds = try watch.everyPausePoint(actor: "rotating", counting: { $0.after && files.contains($0.path) && counted.contains($0.operation) }, prepare: {
-            for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            let maker = try Connection(path: path, access: .readWrite, create: true, key: keys.keys[0].cipherKey, busyTimeout: .seconds(5))
-            _ = try maker.queryValue("PRAGMA journal_mode = \(scenario.journalMode)", as: String.self)
-            try maker.execute("""
-                CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);
-                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(StartupDuringRotationTests.rowCount))
-                INSERT INTO t(payload) SELECT randomblob(300) FROM n;
-                """)
-            maker.close()
+            try PausePointFile.make(at: path, key: keys.keys[0].cipherKey, journalMode: scenario.journalMode, rows: StartupDuringRotationTests.rowCount).close()
             return { () -> String in
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys, options: options)
@@ -44,7 +33,7 @@ struct ForeignWriterDuringRotationTests {
                 }
             }
         }, meanwhile: { _ -> (acknowledged: Bool, answer: String) in
-            let result = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "INSERT INTO t(payload) VALUES (x'5A');")
+            let result = try SQLCipherShell.run(path, key: scene.ring.keys[0].shellKey, "INSERT INTO t(payload) VALUES (x'5A');")
             let error = result.stderr.lowercased()
             let answer = result.status == 0 ? "done"
                 : error.contains("locked") || error.contains("busy") || error.contains("locking protocol") ? "locked"

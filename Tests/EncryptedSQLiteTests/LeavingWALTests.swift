@@ -161,25 +161,16 @@ struct LeavingWALTests {
     /// old key, rekey it to the new one through the WAL and checkpoint. Then the switch goes on.
     /// Returns one round per pause point.
     static func everyPausePoint(_ switching: Switch) throws -> [Round] {
-        let directory = TemporaryDirectory("leave-wal-points")
-        let ring = TestKeyring([.hex, .hex], in: directory)
-        let path = directory.file("app.sqlite")
-        let keys = try ring.keyList(database: path)
-        let (old, new) = (keys.keys[0], keys.keys[1])
-        let watch = VFSWatch(folder: directory.path)
-        defer { watch.stop() }
+        let scene = try PausePointScene("leave-wal-points")
+        defer { scene.watch.stop() }
+        let (path, watch) = (scene.path, scene.watch)
+        let (old, new) = (scene.keys.keys[0], scene.keys.keys[1])
         var rounds: [Round] = []
         _ = try watch.everyPausePoint(actor: "switching", prepare: {
-            for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             // The switching connection wrote the rows itself, in WAL mode, and nobody checkpointed.
-            let leaving = try Connection(path: path, access: .readWrite, create: true, key: old.cipherKey, busyTimeout: .seconds(5))
-            _ = try leaving.queryValue("PRAGMA journal_mode = WAL", as: String.self)
-            try leaving.execute("PRAGMA wal_autocheckpoint = 0")
-            try leaving.execute("""
-                CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);
-                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(Round.rowCount))
-                INSERT INTO t(payload) SELECT randomblob(300) FROM n;
-                """)
+            let leaving = try PausePointFile.make(at: path, key: old.cipherKey, journalMode: "wal", rows: Round.rowCount) {
+                try $0.execute("PRAGMA wal_autocheckpoint = 0")
+            }
             let context = RotationContext(path: path, from: old, to: new, busyTimeout: .seconds(5), verification: .schema,
                                           logger: OpenOptions().logger, files: .system, workers: 1)
             return {

@@ -30,12 +30,9 @@ struct StartupDuringRotationTests {
 
     @Test("the newcomer opens on the right key or hears busy; the file ends on the current key, on one key, with every row", arguments: cases)
     func everyPausePoint(_ scenario: Case) throws {
-        let directory = TemporaryDirectory("startup-points")
-        let ring = TestKeyring([.hex, .hex], in: directory)
-        let path = directory.file("app.sqlite")
-        let keys = try ring.keyList(database: path)
-        let watch = VFSWatch(folder: directory.path)
-        defer { watch.stop() }
+        let scene = try PausePointScene("startup-points")
+        defer { scene.watch.stop() }
+        let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
         var rotating = OpenOptions()
         rotating.rotationStrategy = scenario.strategy
         var newcomer = OpenOptions()
@@ -43,15 +40,7 @@ struct StartupDuringRotationTests {
         var outcomes: [String: Int] = [:], wrong: [String] = [], damaged: [String] = []
         let files: Set<String> = [path, path + "-journal", path + "-wal"]
         let rounds = try watch.everyPausePoint(actor: "rotating", counting: { $0.after && files.contains($0.path) && $0.operation != .read }, prepare: {
-            for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            let maker = try Connection(path: path, access: .readWrite, create: true, key: keys.keys[0].cipherKey, busyTimeout: .seconds(5))
-            _ = try maker.queryValue("PRAGMA journal_mode = \(scenario.journalMode)", as: String.self)
-            try maker.execute("""
-                CREATE TABLE t(id INTEGER PRIMARY KEY, payload BLOB);
-                WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(Self.rowCount))
-                INSERT INTO t(payload) SELECT randomblob(300) FROM n;
-                """)
-            maker.close()
+            try PausePointFile.make(at: path, key: keys.keys[0].cipherKey, journalMode: scenario.journalMode, rows: StartupDuringRotationTests.rowCount).close()
             return { () -> String in
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys, options: rotating)
