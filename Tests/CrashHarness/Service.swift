@@ -93,7 +93,9 @@ enum Service {
 
     private static func open(keysFile: String, path: String, journalMode: String) throws(EncryptedDatabaseError) -> EncryptedDatabase {
         let readers = journalMode == "wal" ? 4 : 0
-        return try EncryptedDatabase(path: path, keysFile: keysFile, options: OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers, logger: logger))
+        var options = OpenOptions(busyTimeout: .seconds(10), concurrentReaders: readers, logger: logger)
+        if ProcessInfo.processInfo.environment["HARNESS_ROTATION_STRATEGY"] == "engineRekey" { options.rotationStrategy = .engineRekey }
+        return try EncryptedDatabase(path: path, keysFile: keysFile, options: options)
     }
 
     /// The library's log on standard error, at the level HARNESS_LOG names (`debug`, `info`, …),

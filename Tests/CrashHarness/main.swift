@@ -20,10 +20,15 @@
 //                                      a service writing and reading while others rotate (Service.swift)
 //
 // Keys come from the environment, never argv: HARNESS_KEY_HEX (migrate, modes), HARNESS_OLD_KEY_HEX
-// and HARNESS_NEW_KEY_HEX (write), 64 hex digits each.
+// and HARNESS_NEW_KEY_HEX (write), 64 hex digits each. PAUSING_VFS_FOLDER and PAUSING_VFS_STOP_AT
+// stop the process for good at one file operation, for a test to kill it there
+// (VFSWatch.stopFromEnvironment); HARNESS_ROTATION_STRATEGY=engineRekey picks the engine's rekey.
 import EncryptedSQLite
 import Foundation
 import TestSupport
+
+// A test that kills this process at a chosen file operation names it in the environment.
+VFSWatch.stopFromEnvironment()
 
 let arguments = CommandLine.arguments
 guard (arguments.count == 3 && ["migrate", "write"].contains(arguments[1]))

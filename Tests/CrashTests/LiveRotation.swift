@@ -52,6 +52,9 @@ struct LiveRotationFolder {
         rename(temporary, keysFile)
     }
 
+    /// The hex of key `key-<n>`.
+    func keyHex(_ id: String) -> String { keys[Int(id.dropFirst(4))!] }
+
     /// The key list of the Keys file as it is now.
     func keyList() throws -> KeyList { try KeysFile.load(path: keysFile).keyList(forDatabase: path) }
 

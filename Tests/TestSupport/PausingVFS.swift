@@ -321,3 +321,26 @@ private final class PointCounter: @unchecked Sendable {
         }
     }
 }
+
+// MARK: A child process stopped for good
+
+extension VFSWatch {
+    /// For a child process a test kills at a chosen point (the crash harness calls this first):
+    /// with `PAUSING_VFS_FOLDER=<folder>` and `PAUSING_VFS_STOP_AT=<n>` in the environment, the
+    /// process's `n`-th VFS call on a database, journal or WAL file in that folder (reads not
+    /// counted; 0 is the first), reported after it returned, prints `paused <n> <event>` on
+    /// standard output and never returns: the test kills the process there. Without them,
+    /// nothing happens.
+    public static func stopFromEnvironment() {
+        let environment = ProcessInfo.processInfo.environment
+        guard let folder = environment["PAUSING_VFS_FOLDER"], let stopAt = environment["PAUSING_VFS_STOP_AT"].flatMap(Int.init) else { return }
+        let watch = VFSWatch(folder: folder)
+        watch.recording = false
+        let counter = PointCounter(stopAt: stopAt)
+        let pause = watch.pause { $0.after && $0.operation != .read && $0.kind != .other && counter.next() }
+        Thread {
+            guard let event = pause.waitUntilReached(limit: .seconds(3600)) else { return }
+            FileHandle.standardOutput.write(Data("paused \(stopAt) \(event)\n".utf8))
+        }.start()
+    }
+}

@@ -41,6 +41,10 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     case readOnly(path: String, reason: String)
     /// The file needs rotation to the current key, but the database was opened read-only.
     case rotationNeeded(path: String, openedWith: String, currentKeyID: String)
+    /// A write was interrupted (a process ended inside a transaction or a rotation) and its
+    /// rollback journal must be rolled back before the file can be read; a read-only open
+    /// (`check`, `rekey --check`, `status`) cannot do that. A read-write open does it.
+    case interruptedWrite(path: String)
     /// A rotation did not take effect (SQLCipher reported success but the file is still on the old
     /// key). Nothing was lost: the file still opens with `fromKeyID`.
     case rotationNotApplied(path: String, fromKeyID: String, toKeyID: String, detail: String)
@@ -93,7 +97,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case .permissionDenied, .readOnly: return .permission
         case .busy, .changedByAnotherProcess: return .busy
         case .keyUnavailable: return .keyConfiguration
-        case .rotationNeeded: return .needsRotation
+        case .rotationNeeded, .interruptedWrite: return .needsRotation
         case .rotationNotApplied, .verificationFailed, .diskFull, .ioFailure: return .io
         case .migrationFailed: return .migration
         }
@@ -106,7 +110,7 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
              let .emptyFile(path), let .fileTooShort(path, _), let .plaintextDatabase(path),
              let .noKeyOpens(path, _, _), let .sqlcipher4File(path, _, _), let .targetExists(path),
              let .busy(path, _), let .readOnly(path, _),
-             let .rotationNeeded(path, _, _), let .rotationNotApplied(path, _, _, _),
+             let .rotationNeeded(path, _, _), let .interruptedWrite(path), let .rotationNotApplied(path, _, _, _),
              let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
              let .migrationFailed(path, _), let .changedByAnotherProcess(path, _, _), let .keyUnavailable(path, _):
             return path
@@ -146,6 +150,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
             return "\(path): cannot write (\(reason)); rotation and creation need write access to the file and its folder. Nothing was changed."
         case let .rotationNeeded(path, openedWith, current):
             return "\(path): opened with key \"\(openedWith)\", not the current key \"\(current)\"; open it read-write (or run rekey) to rotate it"
+        case .interruptedWrite(let path):
+            return "\(path): a write was interrupted (a process ended inside a transaction or a rotation); its journal \(path)-journal holds the pages that make the file whole again, and only a read-write open can roll it back, which a read-only open or a check cannot do. Open it once read-write, as a user who can write the file and its folder (`rekey --db \(path)`, or the app's next open), then check again. Do not delete the -journal file. Nothing was changed."
         case let .rotationNotApplied(path, from, to, detail):
             return "\(path): the rotation from key \"\(from)\" to \"\(to)\" did not take effect (\(detail)); the file still opens with \"\(from)\" and nothing was lost. Check free disk space, permissions and locks, then try again."
         case let .verificationFailed(path, keyID, detail):
@@ -178,6 +184,9 @@ extension EncryptedDatabaseError {
             // Another connection held the WAL's locks through SQLite's own retries (a recovery or
             // a checkpoint that stalled): the file is in use, not damaged (StartupDuringRotationTests).
             case .lockingProtocol: return .busy(path: path, detail: "another connection held the WAL's locks while SQLite retried for about 10 s (\(error.message))")
+            // A hot journal that this connection may not roll back (read-only): not a read-only
+            // file (PausePointKillTests: `rekey --check` after a kill inside a rotation).
+            case .readOnly where error.code == .readOnlyRollback: return .interruptedWrite(path: path)
             case .readOnly: return .readOnly(path: path, reason: error.message)
             case .permission, .cannotOpen: return .permissionDenied(path: path, reason: error.message)
             case .full: return .diskFull(path: path, detail: error.message)

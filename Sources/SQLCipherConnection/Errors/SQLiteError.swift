@@ -26,6 +26,9 @@ public struct ResultCode: RawRepresentable, Hashable, Sendable, CustomStringConv
     public static let locked = ResultCode(rawValue: SQLITE_LOCKED)
     /// `SQLITE_READONLY`: attempt to write a read-only database.
     public static let readOnly = ResultCode(rawValue: SQLITE_READONLY)
+    /// `SQLITE_READONLY_ROLLBACK` (an extended code): a hot journal must be rolled back, and this
+    /// connection is read-only.
+    public static let readOnlyRollback = ResultCode(rawValue: SQLITE_READONLY | (3 << 8))
     /// `SQLITE_IOERR`: a disk I/O error.
     public static let ioError = ResultCode(rawValue: SQLITE_IOERR)
     /// `SQLITE_CORRUPT`: the database disk image is malformed.
