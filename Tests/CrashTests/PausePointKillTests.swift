@@ -15,7 +15,8 @@ import TestSupport
 /// point replayable by its number.
 @Suite("A service killed at each file operation of its rotation at start-up", .serialized)
 struct PausePointKillTests {
-    static let bigRows = 30
+    /// Rows of 1000 bytes in `big`; PAUSE_POINT_ROWS (comma-separated) for stress runs at other sizes.
+    static let bigRowCounts = PausePointSizes.rows(default: 30)
 
     struct Case: CustomTestStringConvertible, Sendable {
         let journalMode: String
@@ -27,9 +28,13 @@ struct PausePointKillTests {
           arguments: [Case(journalMode: "delete", engineRekey: false), Case(journalMode: "wal", engineRekey: false),
                       Case(journalMode: "delete", engineRekey: true), Case(journalMode: "wal", engineRekey: true)])
     func everyKillPoint(_ scenario: Case) throws {
+        for bigRows in Self.bigRowCounts { try everyKillPoint(scenario, bigRows: bigRows) }
+    }
+
+    private func everyKillPoint(_ scenario: Case, bigRows: Int) throws {
         var points = 0, problems: [String] = [], diagnoses: [Int32: Int] = [:]
         for point in 0..<2000 {
-            let folder = try LiveRotationFolder(journalMode: scenario.journalMode, bigRows: Self.bigRows, listed: 1)
+            let folder = try LiveRotationFolder(journalMode: scenario.journalMode, bigRows: bigRows, listed: 1)
             var environment = ["PAUSING_VFS_FOLDER": folder.folder.path, "PAUSING_VFS_STOP_AT": "\(point)", "SERVICE_NAME": "killed"]
             if scenario.engineRekey { environment["HARNESS_ROTATION_STRATEGY"] = "engineRekey" }
             let harness = Harness(folder: folder, environment: environment)
@@ -58,14 +63,14 @@ struct PausePointKillTests {
             // The independent tool: the current key opens it, intact, and the old one does not.
             let keys = try folder.keyList()
             let shell = try SQLCipherShell.run(folder.path, key: .hex(folder.keyHex(keys.currentID)), "PRAGMA integrity_check; SELECT count(*) FROM big; SELECT count(*) FROM ledger WHERE service = 'restarted';")
-            if shell.stdout.split(separator: "\n").map(String.init) != ["ok", "\(Self.bigRows)", "1"] {
+            if shell.stdout.split(separator: "\n").map(String.init) != ["ok", "\(bigRows)", "1"] {
                 problems.append("\(event): the shell with the current key printed \(shell.stdout.debugDescription) \(shell.stderr.prefix(200))")
             }
             if try SQLCipherShell.opens(folder.path, with: .hex(folder.keyHex("key-0"))) { problems.append("\(event): the old key still opens the file") }
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.folder.path).filter { $0.contains(".rekey-") }
             if !leftovers.isEmpty { problems.append("\(event): temporaries left after the restart: \(leftovers)") }
         }
-        print("kill-points|\(scenario.testDescription)|points \(points)|rekey --check \(diagnoses.sorted { $0.key < $1.key }.map { "exit \($0.key): \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
+        print("kill-points|\(scenario.testDescription), \(bigRows) rows|points \(points)|rekey --check \(diagnoses.sorted { $0.key < $1.key }.map { "exit \($0.key): \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
         for problem in problems.prefix(4) + problems.filter({ $0.contains("rekey --check") }).prefix(2) { print("problem: \(problem)") }
         #expect(points > 10, "only \(points) kill points: the VFS did not stop the harness")
         #expect(problems.isEmpty, "\(problems.count) problems; first: \(problems.first ?? "")")

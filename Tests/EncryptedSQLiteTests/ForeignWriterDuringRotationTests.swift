@@ -14,6 +14,10 @@ import TestSupport
 struct ForeignWriterDuringRotationTests {
     @Test("every row the shell acknowledged is in the rotated file; the shell hears done, locked or not a database", arguments: StartupDuringRotationTests.cases)
     func everyPausePoint(_ scenario: StartupDuringRotationTests.Case) throws {
+        for rowCount in StartupDuringRotationTests.rowCounts { try everyPausePoint(scenario, rowCount: rowCount) }
+    }
+
+    private func everyPausePoint(_ scenario: StartupDuringRotationTests.Case, rowCount: Int) throws {
         let scene = try PausePointScene("foreign-writer-points")
         defer { scene.watch.stop() }
         let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
@@ -23,7 +27,7 @@ struct ForeignWriterDuringRotationTests {
         let files: Set<String> = [path, path + "-journal", path + "-wal"]
         var answers: [String: Int] = [:], problems: [String] = []
         let rounds = try watch.everyPausePoint(actor: "rotating", counting: { $0.after && files.contains($0.path) && counted.contains($0.operation) }, prepare: {
-            try PausePointFile.make(at: path, key: keys.keys[0].cipherKey, journalMode: scenario.journalMode, rows: StartupDuringRotationTests.rowCount).close()
+            try PausePointFile.make(at: path, key: keys.keys[0].cipherKey, journalMode: scenario.journalMode, rows: rowCount).close()
             return { () -> String in
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys, options: options)
@@ -43,7 +47,7 @@ struct ForeignWriterDuringRotationTests {
             answers[round.meanwhile.answer.hasPrefix("other") ? "other" : round.meanwhile.answer, default: 0] += 1
             if round.meanwhile.answer.hasPrefix("other") { problems.append("pause point \(round.point), \(round.event): the shell said \(round.meanwhile.answer)") }
             if round.outcome.hasPrefix("failed") { problems.append("pause point \(round.point), \(round.event): the rotating open \(round.outcome)") }
-            let expected = StartupDuringRotationTests.rowCount + (round.meanwhile.acknowledged ? 1 : 0)
+            let expected = rowCount + (round.meanwhile.acknowledged ? 1 : 0)
             let (rows, quickCheck) = (try? EncryptedDatabase(path: path, keys: keys).read { db in
                 (try db.queryValue("SELECT count(*) FROM t", as: Int.self), try db.queryValue("PRAGMA quick_check", as: String.self))
             }) ?? (nil, nil)
@@ -52,7 +56,7 @@ struct ForeignWriterDuringRotationTests {
                 problems.append("pause point \(round.point), \(round.event): shell \(round.meanwhile.answer), rotation \(round.outcome); file on \(onKey ?? "no key"), rows \(rows ?? -1) of \(expected), quick_check \(quickCheck ?? "none")")
             }
         })
-        print("foreign-writer-points|\(scenario.testDescription)|pause points \(rounds.count)|\(answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
+        print("foreign-writer-points|\(scenario.testDescription), \(rowCount) rows|pause points \(rounds.count)|\(answers.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
         for line in problems.prefix(4) { print("problem: \(line)") }
         #expect(rounds.count > 5, "the VFS saw only \(rounds.count) pause points")
         #expect((answers["done"] ?? 0) > 0 && (answers["locked"] ?? 0) > 0, "the shell should get in at some points and be kept out at others: \(answers)")

@@ -15,7 +15,8 @@ import TestSupport
 /// newcomer opens while it is stopped, with no busy timeout (a wait would only hide the answer).
 @Suite("Opening while another open rotates the file, at every pause point", .serialized)
 struct StartupDuringRotationTests {
-    static let rowCount = 40
+    /// Rows of the file; PAUSE_POINT_ROWS (comma-separated) for stress runs at other sizes.
+    static let rowCounts = PausePointSizes.rows(default: 40)
 
     struct Case: CustomTestStringConvertible, Sendable {
         let journalMode: String
@@ -30,6 +31,10 @@ struct StartupDuringRotationTests {
 
     @Test("the newcomer opens on the right key or hears busy; the file ends on the current key, on one key, with every row", arguments: cases)
     func everyPausePoint(_ scenario: Case) throws {
+        for rowCount in Self.rowCounts { try everyPausePoint(scenario, rowCount: rowCount) }
+    }
+
+    private func everyPausePoint(_ scenario: Case, rowCount: Int) throws {
         let scene = try PausePointScene("startup-points")
         defer { scene.watch.stop() }
         let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
@@ -40,7 +45,7 @@ struct StartupDuringRotationTests {
         var outcomes: [String: Int] = [:], wrong: [String] = [], damaged: [String] = []
         let files: Set<String> = [path, path + "-journal", path + "-wal"]
         let rounds = try watch.everyPausePoint(actor: "rotating", counting: { $0.after && files.contains($0.path) && $0.operation != .read }, prepare: {
-            try PausePointFile.make(at: path, key: keys.keys[0].cipherKey, journalMode: scenario.journalMode, rows: StartupDuringRotationTests.rowCount).close()
+            try PausePointFile.make(at: path, key: keys.keys[0].cipherKey, journalMode: scenario.journalMode, rows: rowCount).close()
             return { () -> String in
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys, options: rotating)
@@ -66,7 +71,7 @@ struct StartupDuringRotationTests {
         }, inspect: { round in
             let kind = round.meanwhile.hasPrefix("opened") ? String(round.meanwhile.prefix(while: { $0 != "," })) + (round.meanwhile.contains("rotated") ? " and rotated" : "") : round.meanwhile
             outcomes[kind, default: 0] += 1
-            if round.meanwhile.hasPrefix("wrong") || (round.meanwhile.hasPrefix("opened") && !round.meanwhile.hasSuffix("\(Self.rowCount) rows")) {
+            if round.meanwhile.hasPrefix("wrong") || (round.meanwhile.hasPrefix("opened") && !round.meanwhile.hasSuffix("\(rowCount) rows")) {
                 wrong.append("pause point \(round.point), \(round.event): newcomer \(round.meanwhile)")
             }
             if round.outcome.hasPrefix("failed") { wrong.append("pause point \(round.point), \(round.event): rotating open \(round.outcome)") }
@@ -77,11 +82,11 @@ struct StartupDuringRotationTests {
                 (try db.queryValue("SELECT count(*) FROM t", as: Int.self), try db.queryValue("PRAGMA quick_check", as: String.self))
             }) ?? (-1, "not run")
             let onOneKey = scenario.journalMode == "wal" || census.map { $0.keysInUse == 1 && $0.unauthenticated == 0 } ?? true
-            if check?.openedWithKeyID != keys.currentID || rows != Self.rowCount || quickCheck != "ok" || !onOneKey {
+            if check?.openedWithKeyID != keys.currentID || rows != rowCount || quickCheck != "ok" || !onOneKey {
                 damaged.append("pause point \(round.point), \(round.event): on \(check?.openedWithKeyID ?? "no key"), rows \(rows ?? -1), quick_check \(quickCheck ?? "none"), pages \(census.map(String.init(describing:)) ?? "-")")
             }
         })
-        print("startup-points|\(scenario.testDescription)|pause points \(rounds.count)|\(outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|wrong \(wrong.count)|damaged \(damaged.count)")
+        print("startup-points|\(scenario.testDescription), \(rowCount) rows|pause points \(rounds.count)|\(outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|wrong \(wrong.count)|damaged \(damaged.count)")
         for line in (wrong + damaged).prefix(4) { print("problem: \(line)") }
         #expect(rounds.count > 10, "the VFS saw only \(rounds.count) pause points")
         #expect((outcomes["busy"] ?? 0) > 0, "the newcomer never met the rotation's lock")

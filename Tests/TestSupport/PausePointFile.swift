@@ -44,3 +44,13 @@ public final class PausePointScene {
     }
 
 }
+
+/// The file sizes the pause-point scenarios run at: their default, or the row counts listed in
+/// `PAUSE_POINT_ROWS` (comma-separated) for a stress run. Each size makes another file and so
+/// another sequence of file operations, each of them a pause point.
+public enum PausePointSizes {
+    public static func rows(default value: Int) -> [Int] {
+        let listed = (ProcessInfo.processInfo.environment["PAUSE_POINT_ROWS"] ?? "").split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        return listed.isEmpty ? [value] : listed
+    }
+}
