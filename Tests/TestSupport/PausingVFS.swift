@@ -269,6 +269,9 @@ extension VFSWatch {
     ) throws -> [PausePointRound<Meanwhile, Outcome>] {
         var rounds: [PausePointRound<Meanwhile, Outcome>] = []
         for point in 0..<limit {
+            // Rounds keep only what they return: the events of earlier rounds would grow with
+            // every point (quadratically over a run).
+            clearEvents()
             let work = UncheckedWork(try prepare())
             let counter = PointCounter(stopAt: point)
             let pause = self.pause { $0.actor == actor && counting($0) && counter.next() }
