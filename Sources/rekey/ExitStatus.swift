@@ -23,7 +23,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
     var meaning: String {
         switch self {
         case .success: return "success: rotated, or already on the current key"
-        case .needsRotation: return "`--check`: a file is on an older key and needs rotation; `keys retire-check`: a file still needs the key (or could not be checked), or a wrapped data key still needs the key-encryption key"
+        case .needsRotation: return "`--check`: a file is on an older key and needs rotation, or its last write was interrupted and a read-write run (`rekey --db`) must finish it; `keys retire-check`: a file still needs the key (or could not be checked), or a wrapped data key still needs the key-encryption key"
         case .keyTooOld: return "`--check` and `status`: a current key is older than its `max_key_age_days` (make a new key)"
         case .usage: return "usage error (also `decrypt` without `--confirm-plaintext`)"
         case .noKeyOpens: return "no configured key opens the file (or it is empty, too short, plaintext without a plaintext entry, a SQLCipher 4 file, or not a database)"
