@@ -71,14 +71,21 @@ package final class SoleUseLease {
                 refusal = "cannot open the file: \(String(cString: strerror(errno)))"
                 return
             }
-            if setOpenFileLock(descriptor, byte: byte, type: F_WRLCK) {
-                refusal = nil
-            } else {
-                let code = errno
-                refusal = code == EAGAIN || code == EACCES
-                    ? "another connection is starting a transaction on the file"
-                    : "the file system refused an open file description lock (\(String(cString: strerror(code))))"
+            // SQLite holds the byte only for a moment while a connection takes SHARED (and while
+            // a writer waits for readers to finish): try again for up to about 100 ms.
+            var code: Int32 = 0
+            for attempt in 0..<50 {
+                if attempt > 0 { usleep(2000) }
+                if setOpenFileLock(descriptor, byte: byte, type: F_WRLCK) {
+                    refusal = nil
+                    return
+                }
+                code = errno
+                guard code == EAGAIN || code == EACCES else { break }
             }
+            refusal = code == EAGAIN || code == EACCES
+                ? "another connection kept starting transactions on the file"
+                : "the file system refused an open file description lock (\(String(cString: strerror(code))))"
         }
 
         deinit { close() }
