@@ -76,7 +76,7 @@ package final class SoleUseLease {
             var code: Int32 = 0
             for attempt in 0..<50 {
                 if attempt > 0 { usleep(2000) }
-                if setOpenFileLock(descriptor, byte: byte, type: F_WRLCK) {
+                if OpenFileLock.set(descriptor, byte: byte, type: F_WRLCK) {
                     refusal = nil
                     return
                 }
@@ -118,7 +118,7 @@ package final class SoleUseLease {
         /// closing any descriptor of the file would drop.
         package func keepOpen() {
             guard descriptor >= 0 else { return }
-            _ = setOpenFileLock(descriptor, byte: byte, type: F_UNLCK)
+            _ = OpenFileLock.set(descriptor, byte: byte, type: F_UNLCK)
             Gate.keptOpen.withLock { $0.append(descriptor) }
             descriptor = -1
         }
@@ -168,7 +168,7 @@ package final class SoleUseLease {
     /// transactions on the file again. The lease and the descriptor stay.
     package func openGate() {
         guard descriptor >= 0, let byte = gateByte else { return }
-        _ = setOpenFileLock(descriptor, byte: byte, type: F_UNLCK)
+        _ = OpenFileLock.set(descriptor, byte: byte, type: F_UNLCK)
         gateByte = nil
     }
 
@@ -281,18 +281,6 @@ package final class ReplacedFile {
         closeDescriptor(descriptor)
         descriptor = -1
     }
-}
-
-/// Sets (`F_WRLCK`) or releases (`F_UNLCK`) an open file description lock on one byte of the
-/// file `descriptor` is open on, without waiting (`F_OFD_SETLK`, 37 on Linux, which Glibc's module
-/// does not export); `false` when another lock is in the way or the file system refuses.
-private func setOpenFileLock(_ descriptor: Int32, byte: Int64, type: Int32) -> Bool {
-    var lock = flock()
-    lock.l_type = Int16(type)
-    lock.l_whence = Int16(SEEK_SET)
-    lock.l_start = off_t(byte)
-    lock.l_len = 1
-    return fcntl(descriptor, 37, &lock) == 0
 }
 
 /// `close(2)`, under a name that ``ReplacedFile/close()`` does not shadow.

@@ -36,14 +36,23 @@ struct LiveRotationFolder {
         writeKeysFile()
     }
 
-    /// Appends a new key to the Keys file (the operator's first step of a rotation).
-    mutating func appendKey() {
+    /// The page size of each key's cipher settings, when the Keys file gives one (`nil`: the
+    /// engine's default).
+    private var pageSizes: [Int?] = []
+
+    /// Appends a new key to the Keys file (the operator's first step of a rotation); with
+    /// `pageSize`, its entry gives that page size, so rotating to it takes an export.
+    mutating func appendKey(pageSize: Int? = nil) {
         keys.append(TestKeys.hex())
+        pageSizes += Array(repeating: nil, count: keys.count - 1 - pageSizes.count) + [pageSize]
         writeKeysFile()
     }
 
     private func writeKeysFile() {
-        let entries = keys.enumerated().map { "      - id: key-\($0.offset)\n        hex: \($0.element)" }.joined(separator: "\n")
+        let entries = keys.enumerated().map { index, hex in
+            let settings = index < pageSizes.count ? pageSizes[index].map { "\n        cipher: {page_size: \($0)}" } ?? "" : ""
+            return "      - id: key-\(index)\n        hex: \(hex)" + settings
+        }.joined(separator: "\n")
         let text = "databases:\n  - path: app.sqlite\n    keys:\n" + entries + "\n"
         // Replaced by a rename, so that a process never reads half a file.
         let temporary = folder.file(".Keys.new")

@@ -27,6 +27,9 @@ struct LiveRotationTests {
         case service
         /// `rekey`, killed with SIGKILL at a random instant of each rotation.
         case rekeyKilled
+        /// `rekey` to keys whose page size differs from the file's: every rotation is an export,
+        /// which replaces the file while the services have it open (they step aside).
+        case rekeyExport
         var description: String { rawValue }
     }
 
@@ -49,10 +52,10 @@ struct LiveRotationTests {
         var rotationTimes: [Duration] = [], killed = 0
         var window = Duration.milliseconds(300)
         for number in 1...Self.rotations {
-            folder.appendKey()
+            folder.appendKey(pageSize: rotator == .rekeyExport ? (number % 2 == 1 ? 2048 : 8192) : nil)
             let start = ContinuousClock.now
             switch rotator {
-            case .rekey, .rekeyEngine, .rekeyKilled:
+            case .rekey, .rekeyEngine, .rekeyKilled, .rekeyExport:
                 let rekey = RunningProcess(name: "rekey") { folder.rekey(rotator == .rekeyEngine ? ["--strategy", "engineRekey"] : [], output: $0, errors: $1) }
                 try rekey.start()
                 if rotator == .rekeyKilled, number > 1 {

@@ -32,8 +32,8 @@ struct InspectionTests {
         try Fixture.createWithShell(at: path, key: ring.keys[1].shellKey, rows: 150)
         #expect(try SQLCipherShell.run(path, key: ring.keys[1].shellKey, trickySQL).status == 0)
         let keys = try ring.keyList(database: path)
-        let snapshot = FileSnapshot(path)
         let expected = try Fixture.digest(of: path, with: keys)
+        let snapshot = FileSnapshot(path)  // after the digest's open, which creates the lock file
 
         var lines: [String] = []
         try DatabaseInspection.dump(path: path, keys: keys) { lines.append($0) }

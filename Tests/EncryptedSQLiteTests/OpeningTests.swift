@@ -97,7 +97,8 @@ struct OpeningTests {
         let before = directory.listing()
         let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: OpenOptions(createIfMissing: true))
         #expect(database.report.created && database.report.openedWithKeyID == "k2" && !database.report.rotated)
-        #expect(directory.listing() == (before + ["new.sqlite"]).sorted())
+        // The database and the step-aside lock file every opened database keeps beside it.
+        #expect(directory.listing() == (before + ["new.sqlite", "new.sqlite-lock"]).sorted())
         #expect(DatabaseFileKind.inspect(path: path) == .opaque(bytes: Int(FileManager.default.contents(atPath: path)?.count ?? 0)))
         try database.write { db in try db.execute("CREATE TABLE t(a); INSERT INTO t VALUES ('x')") }
         #expect(try SQLCipherShell.run(path, key: ring.keys[1].shellKey, "SELECT a FROM t;").stdout == "x\n")

@@ -1,13 +1,15 @@
 import DurableFiles
+import SQLCipherConnection
 @testable import EncryptedSQLite
 import Foundation
 @testable import KeyConfiguration
 import Testing
 import TestSupport
 
-/// The names in a folder that are not key files.
+/// The names in a folder that are not key files, nor the step-aside lock files (`-lock`) every
+/// database the library opened keeps beside it.
 func databaseFiles(in directory: TemporaryDirectory) -> [String] {
-    directory.listing().filter { !$0.hasSuffix(".key") }
+    directory.listing().filter { !$0.hasSuffix(".key") && !$0.hasSuffix("-lock") }
 }
 
 @Suite("Plaintext to encrypted (export path)")
@@ -139,15 +141,17 @@ struct PlaintextEncryptionTests {
         #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
-    @Test("a WAL-mode plaintext file that another connection has open is reported busy and left as it was")
+    @Test("a WAL-mode plaintext file that another connection (not of this library) has open is reported busy and left as it was")
     func walBusy() throws {
         let directory = TemporaryDirectory("plain-wal")
         let ring = TestKeyring([.hex], in: directory, plaintextID: "v0")
         let path = directory.file("app.sqlite")
         try SQLiteShell.createFixture(at: path, rows: 20, walMode: true)
         let keys = try ring.keyList(database: path)
-        let other = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(rotateToCurrentKey: false))
-        _ = try other.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) }
+        // A library database would step aside (StepAsideTests); a plain connection cannot.
+        let other = try Connection(path: path, access: .readWrite, key: nil, busyTimeout: .seconds(5))
+        defer { other.close() }
+        #expect(try other.queryValue("SELECT count(*) FROM people", as: Int.self) == 20)
         do {
             _ = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(busyTimeout: .milliseconds(200)))
             Issue.record("rotated while another connection had the WAL file open")
@@ -155,7 +159,7 @@ struct PlaintextEncryptionTests {
             #expect(error.category == .busy, "\(error)")
         }
         #expect(DatabaseFileKind.inspect(path: path) == .plaintextSQLite(bytes: Int(FileSystem.size(of: path)!)))
-        #expect(try other.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } == 20)
+        #expect(try other.queryValue("SELECT count(*) FROM people", as: Int.self) == 20)
         #expect(!databaseFiles(in: directory).contains { $0.hasSuffix(".rekey-export") })
     }
 }

@@ -39,7 +39,9 @@ struct FileModeTests {
         let expected = journalMode == "wal" ? ["db": "600", "-wal": "600", "-shm": "600"] : ["db": "600", "-journal": "600"]
         #expect(modes == expected)
         #expect(Self.mode(of: database) == "600")
-        #expect(directory.listing() == ["new.sqlite"])
+        // The step-aside lock file every opened database keeps beside it, with the database's mode.
+        #expect(directory.listing() == ["new.sqlite", "new.sqlite-lock"])
+        #expect(Self.mode(of: database + "-lock") == "600")
     }
 
     @Test("SQLite gives -journal, -wal and -shm the database's mode, not the umask's", arguments: ["wal", "delete"])

@@ -45,7 +45,7 @@ extension EncryptedDatabase {
         try? writer.execute("PRAGMA foreign_keys = OFF")
         let (rotated, plain): (Connection, RotationReport)
         do {
-            (rotated, plain) = try DatabaseOpener(path: path, keys: keys, options: options).rotate(writer, from: writerKey)
+            (rotated, plain) = try DatabaseOpener(path: path, keys: keys, options: options, stepAside: stepAside).rotate(writer, from: writerKey)
         } catch {
             readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
             if case .changedByAnotherProcess = error {

@@ -58,6 +58,11 @@ public final class EncryptedDatabase: @unchecked Sendable {
     var currentKeys: KeyList
     /// The rotation running in the background, if any (``OpenOptions/backgroundRotation``).
     let backgroundSlot = BackgroundRotationSlot()
+    /// This database's part in the step-aside protocol (``StepAsideLock``); `nil` when the lock
+    /// file cannot be opened or created (a read-only folder).
+    let stepAside: StepAsideLock?
+    /// `true` from the moment the database stepped aside until it has opened the new file.
+    let steppedAside = Locked(false)
 
     /// Opens (and, unless disabled, rotates, then migrates) the database at `path`.
     ///
@@ -131,7 +136,14 @@ public final class EncryptedDatabase: @unchecked Sendable {
         // the rotation runs after the init returns.
         var openOptions = options
         if options.backgroundRotation && !options.readOnly { openOptions.rotateToCurrentKey = false }
-        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try ConcurrentOpen(path: path, source: source, options: openOptions).open() }
+        // While another process replaces the file, wait until the new one is in place. A database
+        // whose lock file does not exist yet (a new file, or one last opened by an older version)
+        // creates it once the file is known to be a database.
+        let early = StepAsideLock(databasePath: path, create: false)
+        early?.enter()
+        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try ConcurrentOpen(path: path, source: source, options: openOptions, stepAside: early).open() }
+        stepAside = early ?? StepAsideLock(databasePath: path, create: !options.readOnly)
+        if early == nil { stepAside?.enter() }
         let setup = ConnectionSetup(options: options)
         do {
             try setup.runOnWriter(opened.connection, path: path)
@@ -163,11 +175,13 @@ public final class EncryptedDatabase: @unchecked Sendable {
         if options.backgroundRotation, options.rotateToCurrentKey, !options.readOnly, !keys.isCurrent(opened.key) {
             startBackgroundRotation(keys: keys)
         }
+        if stepAside != nil { StepAsideWatcher.shared.watch(self) }
     }
 
     /// Closes the writer and every reader. (Cached statements hold their connection, so
     /// connections are closed explicitly rather than left to reference counting.)
     deinit {
+        StepAsideWatcher.shared.forget(ObjectIdentifier(self))
         readers?.drain()
         writer.close()
     }
@@ -195,6 +209,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("read") {
+            try stepAsideIfAsked()
             if let readers {
                 return try followingRotations("read", writerLockHeld: false) { entered in
                     try readers.withReader { db in
@@ -233,6 +248,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// runs twice.
     func readOnFreeReader<T>(_ readers: ReaderPool, _ body: (Connection) throws -> T) throws -> ReadOnFreeReader<T> {
         try reentrancy.enter("read") {
+            if let stepAside, stepAside.isAsked || steppedAside.withLock({ $0 }) { return .notNow }
             var started = false
             do {
                 let outcome = try readers.withFreeReader { db -> ReadOnFreeReader<T> in
@@ -261,7 +277,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("write") {
-            try writerLock.withLock {
+            try stepAsideIfAsked()
+            return try writerLock.withLock {
                 try followingRotations("write", writerLockHeld: true) { entered in
                     try writer.transaction(.immediate) { db in
                         entered()
@@ -285,7 +302,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("writeWithoutTransaction") {
-            try writerLock.withLock {
+            try stepAsideIfAsked()
+            return try writerLock.withLock {
                 try followingRotations("writeWithoutTransaction", writerLockHeld: true) { entered in
                     try Self.proveKey(writer)
                     entered()

@@ -1,3 +1,4 @@
+import DurableFiles
 import Foundation
 import KeyConfiguration
 import Logging
@@ -22,6 +23,8 @@ struct ConcurrentOpen {
     let path: String
     let source: KeyListSource
     let options: OpenOptions
+    /// The opening database's part in the step-aside protocol (see ``DatabaseOpener``).
+    var stepAside: StepAsideLock? = nil
 
     /// Opens the file; `afterRotationElsewhere` when an open database found its file rotated by
     /// another process and opens it again.
@@ -31,7 +34,7 @@ struct ConcurrentOpen {
     ///   (``EncryptedDatabaseError/changedByAnotherProcess(path:keyID:operation:)``, a busy error).
     func open(afterRotationElsewhere: Bool = false) throws(EncryptedDatabaseError) -> (opened: DatabaseOpener.Opened, keys: KeyList) {
         try repeating(afterRotationElsewhere: afterRotationElsewhere) { keys throws(EncryptedDatabaseError) in
-            (try DatabaseOpener(path: path, keys: keys, options: options).open(), keys)
+            (try DatabaseOpener(path: path, keys: keys, options: options, stepAside: stepAside).open(), keys)
         }
     }
 

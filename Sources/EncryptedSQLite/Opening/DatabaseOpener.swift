@@ -1,4 +1,5 @@
 import CipherFormats
+import DurableFiles
 import KeyConfiguration
 import SQLCipherConnection
 
@@ -16,6 +17,8 @@ struct DatabaseOpener {
     let path: String
     let keys: KeyList
     let options: OpenOptions
+    /// The opening database's part in the step-aside protocol, for a rotation that replaces the file.
+    var stepAside: StepAsideLock? = nil
 
     func open() throws(EncryptedDatabaseError) -> Opened {
         let stopwatch = Stopwatch()
@@ -70,7 +73,7 @@ struct DatabaseOpener {
         }
         let context = RotationContext(
             path: path, from: from, to: keys.current, busyTimeout: options.busyTimeout, verification: options.verification,
-            logger: options.logger, files: options.files, workers: options.rotationThreads)
+            logger: options.logger, files: options.files, workers: options.rotationThreads, stepAside: stepAside)
         let rotated = try Telemetry.span("rotate", ["db.path": path, "from_key": from.id, "to_key": keys.currentID, "strategy": "\(options.rotationStrategy)"], failure: { $0.count("rotate") }) { () throws(EncryptedDatabaseError) in
             try RotationPlan(from: from, to: keys.current, strategy: options.rotationStrategy).run(connection, in: context)
         }

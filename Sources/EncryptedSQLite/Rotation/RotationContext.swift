@@ -22,6 +22,10 @@ struct RotationContext {
     let files: FileOperations
     /// Threads for the cryptography of page re-encryption.
     let workers: Int
+    /// The opening database's part in the step-aside protocol (``StepAsideLock``), through which a
+    /// rotation that replaces the file asks the other databases to step aside; `nil` when the
+    /// lock file did not exist when the database opened (the export then looks for it again).
+    var stepAside: StepAsideLock? = nil
 
     /// The folder that holds the file (journals and temporaries are created there).
     var folder: String { FileSystem.folder(of: path) }

@@ -26,6 +26,24 @@ struct ExportRotation: Rotation {
         // The new file is about as large as the original (larger with a bigger HMAC overhead).
         try context.requireSpace(bytes: bytes + bytes / 16, for: "the new copy")
 
+        // The other databases of this library that have the file open step aside until the new
+        // file is in place (StepAsideLock): they close their connections and wait, then open it.
+        // Each creates the lock file once it has opened the file: without one, none has it open.
+        let stepAside = context.stepAside ?? StepAsideLock(databasePath: path, create: false)
+        switch stepAside?.announce(within: context.busyTimeout) {
+        case .replacingElsewhere?:
+            // Another process is replacing the file: wait for it, then let the open probe again.
+            connection.close()
+            stepAside?.leave()
+            stepAside?.enter()
+            throw .changedByAnotherProcess(path: path, keyID: context.from.id, operation: "encrypting or changing cipher settings")
+        case .stillInUse?:
+            throw .busy(path: path, detail: "other processes that use the file through this library did not step aside within the busy timeout (\(context.busyTimeout)); a rotation that writes a new file waits for them to finish what they are doing. Run it again, or raise the busy timeout. Nothing was changed")
+        case .clear?, nil:
+            break
+        }
+        defer { stepAside?.withdraw() }
+
         let journalMode = try context.step("reading the journal mode") { try connection.journalMode() }
         let wal = try context.leaveWAL(connection)
         if case .heldByAnotherConnection = wal {

@@ -1,0 +1,107 @@
+import DurableFiles
+import Foundation
+
+extension EncryptedDatabase {
+    // MARK: Stepping aside while another process replaces the file
+
+    /// At the start of every access, without `writerLock`: when another process is about to
+    /// replace the file (an export: encrypting, upgrading, changing cipher settings), closes every
+    /// connection, waits until the new file is in place, and opens it (``StepAsideLock``). The
+    /// access then runs on the new file; it never reaches the replaced one.
+    /// - Throws: ``EncryptedDatabaseError`` when the new file cannot be opened (as when following
+    ///   a rotation made elsewhere).
+    func stepAsideIfAsked() throws(EncryptedDatabaseError) {
+        guard let stepAside, stepAside.isAsked || steppedAside.withLock({ $0 }) else { return }
+        try withWriterLock { () throws(EncryptedDatabaseError) in try stepAsideWithWriterLock() }
+    }
+
+    /// ``stepAsideIfAsked()``'s work, with `writerLock` held: also called by the
+    /// ``StepAsideWatcher`` for a database that has no access running.
+    private func stepAsideWithWriterLock() throws(EncryptedDatabaseError) {
+        guard let stepAside else { return }
+        if stepAside.isAsked {
+            abandonBackgroundRotation(reason: "another process is replacing the file")
+            readers?.drain()
+            writer.close()
+            steppedAside.withLock { $0 = true }
+            stepAside.leave()
+            logger.notice("stepping aside: another process is replacing the database file", metadata: ["path": "\(path)"])
+            stepAside.enter()
+        }
+        guard steppedAside.withLock({ $0 }) else { return }
+        // The writer is closed: `catchUp` opens the file as it is now (rotating it if needed).
+        do {
+            try catchUp(operation: "stepping aside")
+        } catch {
+            // Readers keyed with the old key fail, and each access tries to open the file again.
+            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
+            throw error
+        }
+        steppedAside.withLock { $0 = false }
+        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
+    }
+}
+
+/// The thread that makes idle databases step aside: a database steps aside at the start of its
+/// next access, and this thread, which checks every open database's ``StepAsideLock`` every 20
+/// ms (one `fcntl` each), starts that work for a database that has none running. So a process
+/// replacing the file waits at most about that long for a database nobody uses.
+final class StepAsideWatcher: @unchecked Sendable {
+    static let shared = StepAsideWatcher()
+
+    private final class Entry: @unchecked Sendable {
+        weak var database: EncryptedDatabase?
+        // Only touched with the watcher's `lock` held.
+        var busy = false
+        init(_ database: EncryptedDatabase) { self.database = database }
+    }
+
+    private let lock = NSLock()
+    // Invariant: `entries` and `running` are only touched with `lock` held.
+    private var entries: [ObjectIdentifier: Entry] = [:]
+    private var running = false
+
+    /// Watches `database` until it is closed.
+    func watch(_ database: EncryptedDatabase) {
+        let start: Bool = lock.withLock {
+            entries[ObjectIdentifier(database)] = Entry(database)
+            defer { running = true }
+            return !running
+        }
+        if start {
+            let thread = Thread { [self] in run() }
+            thread.name = "EncryptedSQLite.StepAsideWatcher"
+            thread.start()
+        }
+    }
+
+    /// Stops watching the database with this identity (from its `deinit`).
+    func forget(_ identity: ObjectIdentifier) {
+        lock.withLock { _ = entries.removeValue(forKey: identity) }
+    }
+
+    private func run() {
+        while true {
+            let asked: [(Entry, EncryptedDatabase)]? = lock.withLock {
+                entries = entries.filter { $0.value.database != nil }
+                if entries.isEmpty {
+                    running = false
+                    return nil
+                }
+                return entries.values.compactMap { entry in
+                    guard !entry.busy, let database = entry.database, database.stepAside?.isAsked == true else { return nil }
+                    entry.busy = true
+                    return (entry, database)
+                }
+            }
+            guard let asked else { return }
+            for (entry, database) in asked {
+                DispatchQueue.global().async { [self] in
+                    try? database.stepAsideIfAsked()
+                    lock.withLock { entry.busy = false }
+                }
+            }
+            usleep(20_000)  // a poll interval, not an order: an access steps aside without waiting for it
+        }
+    }
+}
