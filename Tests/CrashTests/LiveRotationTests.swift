@@ -30,6 +30,12 @@ struct LiveRotationTests {
         /// `rekey` to keys whose page size differs from the file's: every rotation is an export,
         /// which replaces the file while the services have it open (they step aside).
         case rekeyExport
+        /// As `rekeyExport`, with `rekey` killed with SIGKILL at a random instant of each rotation
+        /// (the services, waiting aside, go on when it dies).
+        case rekeyExportKilled
+
+        var killed: Bool { self == .rekeyKilled || self == .rekeyExportKilled }
+        var exports: Bool { self == .rekeyExport || self == .rekeyExportKilled }
         var description: String { rawValue }
     }
 
@@ -52,13 +58,13 @@ struct LiveRotationTests {
         var rotationTimes: [Duration] = [], killed = 0
         var window = Duration.milliseconds(300)
         for number in 1...Self.rotations {
-            folder.appendKey(pageSize: rotator == .rekeyExport ? (number % 2 == 1 ? 2048 : 8192) : nil)
+            folder.appendKey(pageSize: rotator.exports ? (number % 2 == 1 ? 2048 : 8192) : nil)
             let start = ContinuousClock.now
             switch rotator {
-            case .rekey, .rekeyEngine, .rekeyKilled, .rekeyExport:
+            case .rekey, .rekeyEngine, .rekeyKilled, .rekeyExport, .rekeyExportKilled:
                 let rekey = RunningProcess(name: "rekey") { folder.rekey(rotator == .rekeyEngine ? ["--strategy", "engineRekey"] : [], output: $0, errors: $1) }
                 try rekey.start()
-                if rotator == .rekeyKilled, number > 1 {
+                if rotator.killed, number > 1 {
                     // Not an order: the kill instant is meant to be random (within about the first
                     // rotation's time); the services must see no failure wherever it lands.
                     sleep(for: .nanoseconds(Int64(Double.random(in: 0...1.2, using: &random) * window.seconds * 1e9)))
@@ -68,7 +74,7 @@ struct LiveRotationTests {
                 if status != 128 + SIGKILL {
                     #expect(status == 0, "rotation \(number): rekey exited \(status): \(rekey.stderr)")
                     rotationTimes.append(ContinuousClock.now - start)
-                    if rotator == .rekeyKilled, number == 1 { window = ContinuousClock.now - start }
+                    if rotator.killed, number == 1 { window = ContinuousClock.now - start }
                 }
             case .service:
                 _ = FileManager.default.createFile(atPath: folder.path + ".rotate-service-0", contents: nil)
@@ -85,7 +91,7 @@ struct LiveRotationTests {
             Self.waitUntilServing(services, "after rotation \(number)")
         }
         // A killed last rotation leaves the file on the previous key: rotate once more, uninterrupted.
-        if rotator == .rekeyKilled {
+        if rotator.killed {
             let rekey = RunningProcess(name: "rekey") { folder.rekey(output: $0, errors: $1) }
             try rekey.start()
             #expect(rekey.wait() == 0, "\(rekey.stderr)")
@@ -121,7 +127,7 @@ struct LiveRotationTests {
         let keys = try folder.keyList()
         #expect(try EncryptedDatabase.check(path: folder.path, keys: keys).openedWithKeyID == keys.currentID)
         let longestRotation = rotationTimes.map { Int($0.seconds * 1000) }.max() ?? 0
-        print("live-table|\(Self.serviceCount) services (\(journalMode)), \(Self.rotations) rotations by \(rotator)\(rotator == .rekeyKilled ? " (\(killed) killed, seed \(Self.seed))" : "")|operations \(operations)|failed \(failed)|lost writes \(lost)|longest pause \(longestPause) ms|longest rotation \(longestRotation) ms")
+        print("live-table|\(Self.serviceCount) services (\(journalMode)), \(Self.rotations) rotations by \(rotator)\(rotator.killed ? " (\(killed) killed, seed \(Self.seed))" : "")|operations \(operations)|failed \(failed)|lost writes \(lost)|longest pause \(longestPause) ms|longest rotation \(longestRotation) ms")
         #expect(failed == 0)
         #expect(lost == 0)
     }

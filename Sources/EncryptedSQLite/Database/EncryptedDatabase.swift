@@ -364,7 +364,7 @@ public final class EncryptedDatabase: @unchecked Sendable {
         reopen.createIfMissing = false
         let opened: DatabaseOpener.Opened, keys: KeyList
         do {
-            (opened, keys) = try ConcurrentOpen(path: path, source: source, options: reopen).open(afterRotationElsewhere: true)
+            (opened, keys) = try ConcurrentOpen(path: path, source: source, options: reopen, stepAside: stepAside).open(afterRotationElsewhere: true)
         } catch {
             logger.error("could not follow a rotation made by another process", metadata: ["path": "\(path)", "key": "\(previous)", "error": "\(error)"])
             Telemetry.followedRotation(fromKey: previous, toKey: nil, outcome: "failed")
