@@ -198,6 +198,22 @@ struct KeysFileTests {
         #expect(file.entry(forDatabase: directory.file("tenants/sub/c.sqlite")) == nil)
     }
 
+    @Test("a glob that matches every name in a folder leaves out SQLite's side files and the step-aside lock file")
+    func globLeavesOutSideFiles() throws {
+        try FileManager.default.createDirectory(atPath: directory.file("all"), withIntermediateDirectories: true)
+        for name in ["a.sqlite", "a.sqlite-lock", "a.sqlite-journal", "a.sqlite-wal", "a.sqlite-shm", "b.db", "b.db-lock"] {
+            _ = FileManager.default.createFile(atPath: directory.file("all/\(name)"), contents: Data("x".utf8))
+        }
+        let path = write("""
+            databases:
+              - path: "all/*"
+                keys:
+                  - id: tenant
+                    hex: \(TestKeys.hex())
+            """)
+        #expect(try KeysFile.load(path: path).allDatabasePaths() == ["a.sqlite", "b.db"].map { directory.file("all/\($0)") })
+    }
+
     @Test("Keys.example at the top level of the repository is valid and documents every option")
     func example() throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,3 +1,4 @@
+import DurableFiles
 import Foundation
 
 extension KeysFile.Entry {
@@ -26,14 +27,14 @@ extension KeysFile {
             let path = String(cString: cPath)
             var status = stat()
             guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
-            guard !(path.hasSuffix("-journal") || path.hasSuffix("-wal") || path.hasSuffix("-shm")) else { continue }
+            guard !(path.hasSuffix("-journal") || path.hasSuffix("-wal") || path.hasSuffix("-shm") || path.hasSuffix(StepAsideLock.suffix)) else { continue }
             paths.append(path)
         }
         return paths.sorted()
     }
 
     /// The regular files matching the absolute glob `pattern` now, sorted; hidden files
-    /// (temporaries) and SQLite side files are left out, as for an entry's pattern.
+    /// (temporaries), SQLite side files and step-aside lock files are left out, as for an entry's pattern.
     package static func expandPattern(_ pattern: String) -> [String] {
         expand(pattern)
     }
