@@ -29,6 +29,16 @@ extension EncryptedDatabase {
         func step<T>(_ operation: String, _ body: () throws -> T) throws(EncryptedDatabaseError) -> T {
             do { return try body() } catch { throw EncryptedDatabaseError.from(error, path: path, operation: operation) }
         }
+        // The library's other databases on the file step aside (StepAsideLock) before the last
+        // pages are copied, so that none writes after them; they open the new file once this one
+        // has. Their accesses wait meanwhile, so this waits for them briefly, then falls back.
+        switch stepAside?.announce(within: min(options.busyTimeout, .seconds(1))) {
+        case .replacingElsewhere?: return .fellBack(reason: "another process is replacing the file")
+        case .stillInUse?: return .fellBack(reason: "other processes that use the file through this library did not step aside in time")
+        case .clear?, nil: break
+        }
+        defer { stepAside?.withdraw() }
+        phase("others aside")
         // The facts and the last pages come from one read transaction.
         let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
             try writer.transaction(.deferred) { db in
