@@ -57,6 +57,47 @@ struct StepAsideTests {
         while database.stepAside?.isAsked != true, ContinuousClock.now < guardLimit { usleep(500) }
     }
 
+    @Test("a database whose last reference goes while the watcher checks it closes on the watcher's thread, and databases open afterwards as before")
+    func releasedWhileWatched() throws {
+        let scene = try Scene(walMode: true)
+        let keepsWatcherRunning = try scene.service(readers: 0)
+        let target = scene.directory.file("released.sqlite")
+        var released: EncryptedDatabase? = try EncryptedDatabase(
+            path: target, keys: KeyList(database: target, keys: [scene.old]), options: OpenOptions(createIfMissing: true))
+        // The watcher, holding the database, waits until the test has let its own reference go:
+        // the watcher's is then the last, and the database's deinit runs on the watcher's thread.
+        let holding = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0)
+        let once = Locked(false)
+        StepAsideWatcher.checking.withLock {
+            $0 = { database in
+                guard database.path == target, once.withLock({ done in defer { done = true }; return !done }) else { return }
+                holding.signal()
+                letGo.wait()
+            }
+        }
+        defer { StepAsideWatcher.checking.withLock { $0 = nil } }
+        #expect(holding.wait(timeout: .now() + 60) == .success, "the watcher did not check the database")
+        released = nil
+        letGo.signal()
+        // Opening registers with the watcher. Before the fix the watcher's thread, releasing the
+        // last reference inside its lock, waited for that lock in the deinit forever, and so did
+        // every database opened after it. On a thread of its own, with a hang guard.
+        let opened = DispatchSemaphore(value: 0)
+        let another = scene.directory.file("another.sqlite")
+        Thread.detachNewThread {
+            _ = try? EncryptedDatabase(path: another, keys: KeyList(database: another, keys: [scene.old]), options: OpenOptions(createIfMissing: true))
+            opened.signal()
+        }
+        let didOpen = opened.wait(timeout: .now() + 60) == .success
+        #expect(didOpen, "opening a database after the release hung: the watcher is deadlocked")
+        guard didOpen else {
+            _ = Unmanaged.passRetained(keepsWatcherRunning)  // its deinit would wait for the watcher too
+            return
+        }
+        #expect(released == nil)
+        #expect(try keepsWatcherRunning.read { try $0.queryValue("SELECT count(*) FROM ledger", as: Int.self) } == 500)
+    }
+
     @Test("an idle database steps aside while another opens the file and exports it: the export completes, the idle one serves the new file",
           arguments: [(false, 0), (true, 0), (true, 2)])
     func idleDatabase(walMode: Bool, readers: Int) throws {

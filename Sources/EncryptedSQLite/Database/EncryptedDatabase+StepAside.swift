@@ -46,25 +46,36 @@ extension EncryptedDatabase {
 /// next access, and this thread, which checks every open database's ``StepAsideLock`` every 20
 /// ms (one `fcntl` each), starts that work for a database that has none running. So a process
 /// replacing the file waits at most about that long for a database nobody uses.
+///
+/// The watcher never holds a database while it holds its lock: the strong reference it takes to
+/// check one can be the last, and the database's `deinit` then calls ``forget(_:)`` on this
+/// thread, which takes the lock.
 final class StepAsideWatcher: @unchecked Sendable {
     static let shared = StepAsideWatcher()
 
-    private final class Entry: @unchecked Sendable {
-        weak var database: EncryptedDatabase?
-        // Only touched with the watcher's `lock` held.
-        var busy = false
+    private final class Entry: Sendable {
+        // Read without the watcher's lock: loading it makes a strong reference.
+        nonisolated(unsafe) weak var database: EncryptedDatabase?
+        /// `true` while a step aside started for it runs.
+        let busy = Locked(false)
         init(_ database: EncryptedDatabase) { self.database = database }
     }
 
     private let lock = NSLock()
-    // Invariant: `entries` and `running` are only touched with `lock` held.
+    // Invariant: `entries` and `running` are only touched with `lock` held, and no database is
+    // held (nor released) with it held.
     private var entries: [ObjectIdentifier: Entry] = [:]
     private var running = false
 
+    /// For tests: called on the watcher's thread with each open database it checks, while it
+    /// holds that database (and not its lock).
+    static let checking = Locked<(@Sendable (EncryptedDatabase) -> Void)?>(nil)
+
     /// Watches `database` until it is closed.
     func watch(_ database: EncryptedDatabase) {
+        let entry = Entry(database)
         let start: Bool = lock.withLock {
-            entries[ObjectIdentifier(database)] = Entry(database)
+            entries[ObjectIdentifier(database)] = entry
             defer { running = true }
             return !running
         }
@@ -77,31 +88,39 @@ final class StepAsideWatcher: @unchecked Sendable {
 
     /// Stops watching the database with this identity (from its `deinit`).
     func forget(_ identity: ObjectIdentifier) {
-        lock.withLock { _ = entries.removeValue(forKey: identity) }
+        let removed = lock.withLock { entries.removeValue(forKey: identity) }
+        _ = removed  // released after the lock
     }
 
     private func run() {
         while true {
-            let asked: [(Entry, EncryptedDatabase)]? = lock.withLock {
-                entries = entries.filter { $0.value.database != nil }
+            let watched: [Entry]? = lock.withLock {
                 if entries.isEmpty {
                     running = false
                     return nil
                 }
-                return entries.values.compactMap { entry in
-                    guard !entry.busy, let database = entry.database, database.stepAside?.isAsked == true else { return nil }
-                    entry.busy = true
-                    return (entry, database)
-                }
+                return Array(entries.values)
             }
-            guard let asked else { return }
-            for (entry, database) in asked {
-                DispatchQueue.global().async { [self] in
-                    try? database.stepAsideIfAsked()
-                    lock.withLock { entry.busy = false }
-                }
+            guard let watched else { return }
+            for entry in watched {
+                check(entry)  // each database is released as `check` returns, without the lock
             }
             usleep(20_000)  // a poll interval, not an order: an access steps aside without waiting for it
+        }
+    }
+
+    private func check(_ entry: Entry) {
+        guard let database = entry.database else { return }
+        if let checking = Self.checking.withLock({ $0 }) { checking(database) }
+        guard database.stepAside?.isAsked == true else { return }
+        let claimed = entry.busy.withLock { busy in
+            defer { busy = true }
+            return !busy
+        }
+        guard claimed else { return }
+        DispatchQueue.global().async {
+            try? database.stepAsideIfAsked()
+            entry.busy.withLock { $0 = false }
         }
     }
 }
