@@ -1,3 +1,4 @@
+import CipherFormats
 import EncryptedSQLite
 import Foundation
 import Testing
@@ -33,6 +34,27 @@ struct ConnectionTests {
             #expect(first.dictionary["name"] == .text("a"))
             #expect(first.columnNames == ["id", "name", "score", "data", "flag", "at"])
         }
+    }
+
+    @Test("a closed connection refuses every statement with SQLite's misuse error instead of using its freed handle")
+    func closedConnection() throws {
+        let folder = TemporaryDirectory("closed-connection")
+        let connection = try Connection(path: folder.file("plain.sqlite"), access: .readWrite, create: true, key: nil, busyTimeout: .seconds(1))
+        try connection.execute("CREATE TABLE t(x); INSERT INTO t(x) VALUES (1)")
+        connection.close()
+        for attempt: () throws -> Void in [
+            { _ = try connection.prepare("SELECT x FROM t") },
+            { try connection.execute("INSERT INTO t(x) VALUES (2)") },
+            { _ = try connection.query("SELECT x FROM t") },
+            { _ = try connection.cachedStatement("SELECT x FROM t") },
+            { try connection.transaction(.immediate) { _ in } },
+        ] {
+            #expect { try attempt() } throws: { error in
+                (error as? SQLiteError)?.code == .misuse && "\(error)".contains("the connection is closed")
+            }
+        }
+        let reopened = try Connection(path: folder.file("plain.sqlite"), access: .readOnly, key: nil, busyTimeout: .seconds(1))
+        #expect(try reopened.queryValue("SELECT count(*) FROM t", as: Int.self) == 1)
     }
 
     @Test("reading NULL or the wrong type as a non-optional is a typed error naming the column")

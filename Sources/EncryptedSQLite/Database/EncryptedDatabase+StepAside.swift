@@ -4,10 +4,11 @@ import Foundation
 extension EncryptedDatabase {
     // MARK: Stepping aside while another process replaces the file
 
-    /// At the start of every access, without `writerLock`: when another process is about to
+    /// At the start of a pooled read, without `writerLock`: when another process is about to
     /// replace the file (an export: encrypting, upgrading, changing cipher settings), closes every
     /// connection, waits until the new file is in place, and opens it (``StepAsideLock``). The
-    /// access then runs on the new file; it never reaches the replaced one.
+    /// access then runs on the new file; it never reaches the replaced one. Also called by the
+    /// ``StepAsideWatcher`` for a database that has no access running.
     /// - Throws: ``EncryptedDatabaseError`` when the new file cannot be opened (as when following
     ///   a rotation made elsewhere).
     func stepAsideIfAsked() throws(EncryptedDatabaseError) {
@@ -15,8 +16,17 @@ extension EncryptedDatabase {
         try withWriterLock { () throws(EncryptedDatabaseError) in try stepAsideWithWriterLock() }
     }
 
-    /// ``stepAsideIfAsked()``'s work, with `writerLock` held: also called by the
-    /// ``StepAsideWatcher`` for a database that has no access running.
+    /// With `writerLock` held, at the start of every access that uses the writer: steps aside
+    /// when asked, and opens the file again when the writer was left closed (a step aside or a
+    /// rotation whose reopening failed: the access then retries it). So no access ever reaches a
+    /// closed connection, whichever thread closed it.
+    /// - Throws: ``EncryptedDatabaseError`` when the file cannot be opened again.
+    func readyWriter(operation: String) throws(EncryptedDatabaseError) {
+        try stepAsideWithWriterLock()
+        if writer.isClosed { try catchUp(operation: operation) }
+    }
+
+    /// ``stepAsideIfAsked()``'s work, with `writerLock` held.
     private func stepAsideWithWriterLock() throws(EncryptedDatabaseError) {
         guard let stepAside else { return }
         if stepAside.isAsked {

@@ -209,8 +209,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("read") {
-            try stepAsideIfAsked()
             if let readers {
+                try stepAsideIfAsked()
                 return try followingRotations("read", writerLockHeld: false) { entered in
                     try readers.withReader { db in
                         try Self.proveKey(db)
@@ -220,7 +220,8 @@ public final class EncryptedDatabase: @unchecked Sendable {
                 }
             }
             return try writerLock.withLock {
-                try followingRotations("read", writerLockHeld: true) { entered in
+                try readyWriter(operation: "read")
+                return try followingRotations("read", writerLockHeld: true) { entered in
                     writer.readsOnly = true
                     defer { writer.readsOnly = false }
                     return try writer.transaction(.deferred) { db in
@@ -277,9 +278,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("write") {
-            try stepAsideIfAsked()
-            return try writerLock.withLock {
-                try followingRotations("write", writerLockHeld: true) { entered in
+            try writerLock.withLock {
+                try readyWriter(operation: "write")
+                return try followingRotations("write", writerLockHeld: true) { entered in
                     try writer.transaction(.immediate) { db in
                         entered()
                         return try body(db)
@@ -302,9 +303,9 @@ public final class EncryptedDatabase: @unchecked Sendable {
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("writeWithoutTransaction") {
-            try stepAsideIfAsked()
-            return try writerLock.withLock {
-                try followingRotations("writeWithoutTransaction", writerLockHeld: true) { entered in
+            try writerLock.withLock {
+                try readyWriter(operation: "writeWithoutTransaction")
+                return try followingRotations("writeWithoutTransaction", writerLockHeld: true) { entered in
                     try Self.proveKey(writer)
                     entered()
                     return try body(writer)

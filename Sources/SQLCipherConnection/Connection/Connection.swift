@@ -141,6 +141,14 @@ public final class Connection {
         sqlite3_close_v2(handle)
     }
 
+    /// Every statement starts here: a closed handle has been freed, so using it would read freed
+    /// memory instead of failing.
+    /// - Throws: ``SQLiteError`` with code ``ResultCode/misuse`` when the connection is closed.
+    private func checkOpen(_ sql: String) throws {
+        guard isClosed else { return }
+        throw SQLiteError(code: .misuse, message: "the connection is closed", sql: sql)
+    }
+
     /// Sets how long a statement waits for another connection's lock before it fails with
     /// `SQLITE_BUSY`.
     public func setBusyTimeout(_ timeout: Duration) {
@@ -189,6 +197,7 @@ public final class Connection {
         #if DEBUG
         observation?.record(.prepared(sql))
         #endif
+        try checkOpen(sql)
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
@@ -205,6 +214,7 @@ public final class Connection {
         #if DEBUG
         observation?.record(.prepared(sql))
         #endif
+        try checkOpen(sql)
         var consumed = 0
         var usedNames = Set<String>()
         var last: Statement?
