@@ -17,6 +17,9 @@
 #                     as scripts/sqlcipher4-check.sh sets for the SQLCipher 4 run)
 #   SQLCIPHER4=0      on Debian 12, no SQLCipher 4 run (it then says that SQLCipher 4 was not tested)
 #   SQLCIPHER4_ROOT   where the Debian 13 root goes (default .build-sqlcipher4/root)
+#   SUITE_TIME_LIMIT  seconds the "every test" phase may take (default 1500; a loaded 2-core run takes
+#                     10-12 minutes): then every process of it gets SIGQUIT (the Swift runtime prints
+#                     their backtraces) and the phase fails, naming the tests that never ended
 # Stress: REKEY_KILL_TRIALS=250 MIGRATION_KILL_TRIALS=250 scripts/test.sh --filter Kill
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,19 +58,30 @@ summary() {
     for index in "${!failed[@]}"; do
       echo "== what failed in: ${failed[$index]} (whole output: ${failed_logs[$index]})" >&2
       grep -aE '✘ Test .*(recorded an issue|failed after)|error: |Fatal error|Caught error' "${failed_logs[$index]}" | cut -c1-400 | head -30 >&2
+      unfinished_tests "${failed_logs[$index]}" >&2
     done
     echo "FAILED: ${failed[*]}" >&2
     exit 1
   fi
 }
+unfinished_tests() {  # unfinished_tests <log>: the tests the log shows started and never ended (a hang)
+  awk '
+    function name() { match($0, /Test "[^"]*"/); return substr($0, RSTART + 6, RLENGTH - 7) }
+    /^◇ Test "/ && / started\.$/ { started[name()] = 1 }
+    /^(✔|✘) Test "/ && /(passed|failed) after/ { ended[name()] = 1 }
+    END { for (test in started) if (!(test in ended)) print "   never ended: " test }
+  ' "$1"
+}
+# A hung test fails the phase with what was running instead of outlasting CI (SUITE_TIME_LIMIT above).
+suite_time_limit=(timeout --signal=QUIT --kill-after=60 "${SUITE_TIME_LIMIT:-1500}")
 host_suite() {
   phase "SQLCipher $engine: build" swift build --build-tests
   local test_umask=${TEST_UMASK-077}
   if [ -n "$test_umask" ]; then
     # Tests set the modes they rely on; a hardened umask (security-minded users, CI images) proves it.
-    phase "SQLCipher $engine: every test (umask $test_umask)" bash -c 'umask "$1" && exec swift test' umask "$test_umask"
+    phase "SQLCipher $engine: every test (umask $test_umask)" bash -c 'umask "$1" && shift && exec "$@" swift test' umask "$test_umask" "${suite_time_limit[@]}"
   else
-    phase "SQLCipher $engine: every test (umask $(umask))" swift test
+    phase "SQLCipher $engine: every test (umask $(umask))" "${suite_time_limit[@]}" swift test
   fi
   phase "SQLCipher $engine: the README's demo (scripts/demo.sh)" scripts/demo.sh
   if [ "${LOADTEST:-1}" != 0 ]; then

@@ -1,6 +1,7 @@
 import EncryptedSQLite
 import Foundation
 import TestSupport
+import Testing
 
 /// A folder with a database on an old key, a Keys file that lists it, and the processes the
 /// live-rotation tests (`LiveRotationTests`) start on it: `crash-harness start|serve` (the service)
@@ -73,7 +74,9 @@ struct LiveRotationFolder {
 
     /// A configured, not yet started `crash-harness` process.
     func service(_ arguments: [String], name: String, output: Pipe, errors: Pipe) -> Process {
-        process(BuiltProduct.path("crash-harness"), arguments, environment: ["SERVICE_NAME": name], output: output, errors: errors)
+        // A hung service stopped by the hang guard (SIGQUIT) prints every thread's stack.
+        process(BuiltProduct.path("crash-harness"), arguments, environment: ["SERVICE_NAME": name, "SWIFT_BACKTRACE": "threads=all,registers=none,images=none"],
+                output: output, errors: errors)
     }
 
     /// A configured, not yet started `rekey` process rotating the database.
@@ -131,13 +134,20 @@ final class RunningProcess: @unchecked Sendable {
     /// Its standard output's lines as they arrive.
     var lines: OutputLines? { lock.withLock { collected?.stdout } }
 
-    /// Waits for the end; returns the exit status (128 + signal when killed).
+    /// Waits for the end; returns the exit status (128 + signal when killed). A process still
+    /// running after `limit` is stopped (``HangGuard``, its backtrace on its standard error) and
+    /// the test fails.
     @discardableResult
-    func wait() -> Int32 {
+    func wait(limit: Duration = .seconds(120)) -> Int32 {
+        let hangGuard = HangGuard(process, limit: limit)
         process.waitUntilExit()
+        let hung = hangGuard.disarm()
         if let (stdout, stderr) = lock.withLock({ collected }) {
             stdout.waitForEnd()  // joins: everything it printed has been read
             stderr.waitForEnd()
+        }
+        if hung {
+            Issue.record("\(name) did not end within \(limit) and was stopped with SIGQUIT: \(stderr.suffix(8000))")
         }
         return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
     }

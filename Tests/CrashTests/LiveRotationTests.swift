@@ -108,6 +108,9 @@ struct LiveRotationTests {
             let lines = service.stdout.split(separator: "\n")
             let failures = lines.filter { $0.hasPrefix("failed ") }
             for failure in failures.prefix(3) { Issue.record("\(service.name): \(failure)") }
+            if !failures.isEmpty, LiveRotationFolder.logLevel != nil {
+                Issue.record("\(service.name)'s log (HARNESS_LOG): \(service.stderr.suffix(6000))")
+            }
             failed += failures.count
             let committed = Set(lines.compactMap { $0.hasPrefix("committed ") ? Int($0.dropFirst(10)) : nil })
             lost += committed.subtracting(ledger[service.name] ?? []).count

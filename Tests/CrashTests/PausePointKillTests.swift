@@ -102,12 +102,17 @@ struct PausePointKillTests {
             errors = OutputLines(errorPipe.fileHandleForReading)
         }
 
-        /// Waits for the end; the exit status (128 + signal when killed).
+        /// Waits for the end; the exit status (128 + signal when killed). A process still running
+        /// after 120 s is stopped (``HangGuard``, its backtrace on its standard error) and the
+        /// test fails.
         @discardableResult
         func finish() -> Int32 {
+            let hangGuard = HangGuard(process, limit: .seconds(120))
             process.waitUntilExit()
+            let hung = hangGuard.disarm()
             output.waitForEnd()
             errors.waitForEnd()
+            if hung { Issue.record("crash-harness start did not end within 120 s and was stopped with SIGQUIT: \(errors.text.suffix(8000))") }
             return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         }
 

@@ -12,11 +12,13 @@ public struct ProcessResult: Sendable {
 
 /// Runs child processes with given standard input and environment.
 public enum ProcessRunner {
-    /// Runs `executable` with `arguments`, feeding `input` on standard input.
+    /// Runs `executable` with `arguments`, feeding `input` on standard input. A child still running
+    /// after `hangLimit` is stopped (``HangGuard``): its status is then 131 (SIGQUIT) or 137, and
+    /// its standard error ends with its backtrace and a note.
     /// - Throws: ``SecretInArgumentsError`` when an argument holds a secret of ``TestSecrets``.
     public static func run(
         _ executable: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil,
-        currentDirectory: String? = nil
+        currentDirectory: String? = nil, hangLimit: Duration = HangGuard.defaultLimit
     ) throws -> ProcessResult {
         // Keys go on standard input or in the environment, never in argv (visible to every user).
         guard TestSecrets.firstLeak(in: arguments) == nil else { throw SecretInArgumentsError(executable: executable) }
@@ -30,6 +32,7 @@ public enum ProcessRunner {
         process.standardOutput = stdout
         process.standardError = stderr
         try process.run()
+        let hangGuard = HangGuard(process, limit: hangLimit)
         // A child that stops reading early (the shells stop at the first error with -bail) must
         // not kill the test process with SIGPIPE: ignore the signal and the write's EPIPE.
         _ = ignoreBrokenPipes
@@ -45,11 +48,13 @@ public enum ProcessRunner {
         reader.start()
         let outData = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        let hung = hangGuard.disarm()
         errorRead.wait()  // a join: the reader has read standard error to its end
         let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        let hangNote = hung ? "\n[test: \(executable) ran longer than \(hangLimit) and was stopped with SIGQUIT; its backtrace is above]\n" : ""
         return ProcessResult(
             status: status, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errorData.value, as: UTF8.self))
+            stderr: String(decoding: errorData.value, as: UTF8.self) + hangNote)
     }
 
     /// Ignores SIGPIPE for the whole test process, once.

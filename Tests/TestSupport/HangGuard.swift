@@ -1,0 +1,47 @@
+import Foundation
+
+/// A hang guard for a child process: when the process is still running `limit` after the guard
+/// was armed, it gets SIGQUIT (a Swift program's backtracer then prints its stack on standard
+/// error, which the test reports; `rekey` resets the signal and just ends), and SIGKILL 10 s later
+/// if it is still there. So a hung child becomes a failure, not a test run that never ends.
+///
+/// Not an order: `limit` is far above any run's time on a loaded machine, and a test that meets
+/// it has failed.
+public final class HangGuard: @unchecked Sendable {
+    /// The limit of a child that should end by itself: 300 s, or TEST_HANG_LIMIT seconds (for
+    /// stress sizes that make a run longer).
+    public static let defaultLimit = Duration.seconds(Int(ProcessInfo.processInfo.environment["TEST_HANG_LIMIT"] ?? "") ?? 300)
+
+    private let process: Process
+    private let lock = NSLock()
+    // Only touched with `lock` held.
+    private var ended = false
+    private var fired = false
+
+    /// Arms the guard for a started `process`.
+    public init(_ process: Process, limit: Duration) {
+        self.process = process
+        let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in signal(SIGQUIT) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds + 10) { [self] in signal(SIGKILL) }
+    }
+
+    private func signal(_ number: Int32) {
+        lock.withLock {
+            // Only while it is ours: a reaped process's PID can be reused.
+            guard !ended, process.isRunning else { return }
+            fired = true
+            kill(process.processIdentifier, number)
+        }
+    }
+
+    /// Call once the process has ended (its exit reaped): the guard does nothing from then on.
+    /// Returns `true` when the guard had to signal it (the process hung).
+    @discardableResult
+    public func disarm() -> Bool {
+        lock.withLock {
+            ended = true
+            return fired
+        }
+    }
+}
