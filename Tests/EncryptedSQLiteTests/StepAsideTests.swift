@@ -20,12 +20,13 @@ struct StepAsideTests {
         let old: DatabaseKey
         let new: DatabaseKey
         let newHex = TestKeys.hex()
+        let oldHex = TestKeys.hex()
         var keys: KeyList { get throws { try KeyList(database: path, keys: [old, new]) } }
 
         init(walMode: Bool) throws {
             path = directory.file("app.sqlite")
             let pageSize = SQLCipherEngine.linked.defaultGeneration.format.pageSize
-            old = DatabaseKey(id: "old", source: .hex(TestKeys.hex()))
+            old = DatabaseKey(id: "old", source: .hex(oldHex))
             new = DatabaseKey(id: "new", source: .hex(newHex), cipher: CipherSettings(pageSize: 2 * pageSize))
             let database = try EncryptedDatabase(path: path, keys: KeyList(database: path, keys: [old]), options: OpenOptions(createIfMissing: true))
             try database.writeWithoutTransaction { db in
@@ -55,6 +56,27 @@ struct StepAsideTests {
     static func waitUntilAsked(_ database: EncryptedDatabase) {
         let guardLimit = ContinuousClock.now + .seconds(600)  // a hang guard only
         while database.stepAside?.isAsked != true, ContinuousClock.now < guardLimit { usleep(500) }
+    }
+
+    @Test("a file left in rollback-journal mode by a process that died while replacing it (after leaving WAL mode): the database with readers reopens it in WAL mode, and its readers read beside the writer")
+    func reopensInWALMode() throws {
+        let scene = try Scene(walMode: true)
+        let service = try scene.service(readers: 2)
+        #expect(try service.read { try $0.queryValue("SELECT count(*) FROM ledger", as: Int.self) } == 500)
+        // Another process announces a replacement: the service steps aside (its watcher), and the
+        // announcer takes the file out of WAL mode with the sqlcipher shell, then dies (its lock
+        // file's descriptor closes) before any new file is in place.
+        do {
+            let announcer = try #require(StepAsideLock(databasePath: scene.path, create: false))
+            #expect(announcer.announce(within: .seconds(60)) == .clear, "the service did not step aside")
+            let left = try SQLCipherShell.run(scene.path, key: .hex(scene.oldHex), "PRAGMA journal_mode = DELETE;")
+            #expect(left.status == 0 && left.stdout.contains("delete"), "\(left.stdout) \(left.stderr)")
+        }
+        #expect(try service.read { try $0.queryValue("SELECT count(*) FROM ledger", as: Int.self) } == 500)
+        try service.write { try $0.execute("INSERT INTO ledger(body) VALUES ('after')") }
+        let mode = try SQLCipherShell.run(scene.path, key: .hex(scene.oldHex), "PRAGMA journal_mode;")
+        #expect(mode.stdout.contains("wal"), "the file stayed in rollback-journal mode: \(mode.stdout) \(mode.stderr)")
+        #expect(try service.read { try $0.queryValue("SELECT count(*) FROM ledger", as: Int.self) } == 501)
     }
 
     @Test("a database whose last reference goes while the watcher checks it closes on the watcher's thread, and databases open afterwards as before")

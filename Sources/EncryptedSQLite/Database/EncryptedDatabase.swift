@@ -332,8 +332,13 @@ public final class EncryptedDatabase: @unchecked Sendable {
     /// (so before the caller's closure started), the file was rotated by another process: follows
     /// the rotation (``catchUp(operation:)``) and runs `attempt` again. A failure after `entered`
     /// is the caller's and is thrown unchanged, so the caller's closure never runs twice.
+    ///
+    /// A pooled reader (read-only) that finds a hot journal, left by a process that died inside a
+    /// write in rollback-journal mode, cannot roll it back (SQLite's `SQLITE_READONLY_ROLLBACK`):
+    /// the writer, which can, reads the file once (SQLite rolls the journal back then) and the
+    /// read runs again.
     private func followingRotations<T>(_ operation: String, writerLockHeld: Bool, _ attempt: (_ entered: () -> Void) throws -> T) throws -> T {
-        var followed = 0
+        var followed = 0, rolledBack = 0
         while true {
             var started = false
             do {
@@ -344,6 +349,13 @@ public final class EncryptedDatabase: @unchecked Sendable {
                     try catchUp(operation: operation)
                 } else {
                     try writerLock.withLock { try catchUp(operation: operation) }
+                }
+            } catch let error as SQLiteError where error.code == .readOnlyRollback && !started && !writerLockHeld && rolledBack < 3 {
+                rolledBack += 1
+                try writerLock.withLock {
+                    try readyWriter(operation: operation)
+                    logger.notice("a reader found a hot journal (a process died inside a write); the writer rolls it back", metadata: ["path": "\(path)"])
+                    try writer.transaction(.deferred) { db in try Self.proveKey(db) }
                 }
             }
         }
@@ -372,6 +384,12 @@ public final class EncryptedDatabase: @unchecked Sendable {
             throw error
         }
         try? setup.run(on: opened.connection)
+        if readers != nil, !options.readOnly, (try? opened.connection.journalMode()) != "wal" {
+            // The file came back in rollback-journal mode (a process died between leaving WAL mode
+            // and swapping in its new file): the pool's readers need WAL mode to read beside the
+            // writer, as when the database was opened.
+            _ = try? opened.connection.queryValue("PRAGMA journal_mode = WAL", as: String.self)
+        }
         writer.close()
         writer = opened.connection
         writerKey = opened.key
