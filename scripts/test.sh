@@ -68,7 +68,7 @@ unfinished_tests() {  # unfinished_tests <log>: the tests the log shows started 
   awk '
     function name() { match($0, /Test "[^"]*"/); return substr($0, RSTART + 6, RLENGTH - 7) }
     /^◇ Test "/ && / started\.$/ { started[name()] = 1 }
-    /^(✔|✘) Test "/ && /(passed|failed) after/ { ended[name()] = 1 }
+    /^(✔|✘|━) Test "/ && /(passed|failed) after/ { ended[name()] = 1 }
     END { for (test in started) if (!(test in ended)) print "   never ended: " test }
   ' "$1"
 }
