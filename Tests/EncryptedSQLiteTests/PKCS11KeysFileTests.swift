@@ -84,9 +84,12 @@ struct PKCS11KeysFileTests {
         let expected: [String]
         switch mistake {
         case .wrongPIN:
-            // A fresh process: its first login to the token, so the token checks the PIN.
+            // A fresh process: its first login to the token, so the token checks the PIN. On the
+            // token no test logs in to with the right PIN: a failed login rewrites the token's
+            // state, and another test's login to that token meanwhile failed with
+            // CKR_GENERAL_ERROR (the tampered case, once, in a CI run beside CPU burners).
             pin = SoftHSMToken.wrongPIN
-            try writeKeys(yaml(wrapped: wrapped))
+            try writeKeys(yaml(wrapped: wrapped, token: SoftHSMToken.pinToken))
             expected = ["hsm-2026", "CKR_PIN_INCORRECT"]
         case .moduleMissing:
             try writeKeys(yaml(wrapped: wrapped, module: directory.file("libnothing.so")))
