@@ -7,8 +7,10 @@ import Foundation
 /// While the lease is held, another process's `open` of the file waits (up to the kernel's
 /// `lease-break-time`) until it is released. Such an opener already resolved the name to the file
 /// being replaced, so before releasing, the holder makes that file unreadable
-/// (``overwriteStart(bytes:)``): the late opener then fails, instead of reading or writing a file
-/// that is no longer the database.
+/// (``overwriteStart(bytes:)``) and locks it (``lock(start:length:exclusive:)``), keeping the
+/// descriptor (``releaseKeepingOpen()``) while the late opener has the file open
+/// (``ReplacedFile/waitForOtherOpeners(limit:)``): the late opener then fails, instead of reading
+/// or writing a file that is no longer the database.
 ///
 /// Open this only when this process holds no descriptor of the file
 /// (``descriptorsInThisProcess(of:)`` is 0): closing a descriptor drops every POSIX lock the
@@ -39,8 +41,8 @@ package final class SoleUseLease {
     deinit { release() }
 
     // Linux values (<fcntl.h>, _GNU_SOURCE), which Glibc's module does not export.
-    private static let setLease: Int32 = 1024
-    private static let setSignal: Int32 = 10
+    fileprivate static let setLease: Int32 = 1024
+    fileprivate static let setSignal: Int32 = 10
 
     /// A descriptor of the file, opened while this process still has its connections to it, with
     /// a write lock on one of SQLite's lock bytes that belongs to the descriptor (an open file
@@ -124,7 +126,7 @@ package final class SoleUseLease {
         }
 
         /// Descriptors ``keepOpen()`` kept.
-        private static let keptOpen = KeptDescriptors()
+        private static var keptOpen: KeptDescriptors { .shared }
     }
 
     /// Opens `path` and takes a write lease on it.
@@ -275,6 +277,32 @@ package final class ReplacedFile {
         close()
     }
 
+    /// Waits until no other descriptor of the replaced file is open, in any process (a write lease
+    /// on it is granted, and released at once): a process whose `open` waited on the swap's lease
+    /// has it open until it gives up on it, and the locks taken through this descriptor must
+    /// outlive that. Polls every 5 ms; `false` after `limit`, or when leases cannot be taken here.
+    package func waitForOtherOpeners(limit: Duration) -> Bool {
+        guard descriptor >= 0 else { return true }
+        let clock = ContinuousClock(), end = clock.now + limit
+        while true {
+            _ = fcntl(descriptor, SoleUseLease.setSignal, SIGURG)
+            if fcntl(descriptor, SoleUseLease.setLease, Int32(F_WRLCK)) == 0 {
+                _ = fcntl(descriptor, SoleUseLease.setLease, Int32(F_UNLCK))
+                return true
+            }
+            guard errno == EAGAIN || errno == EBUSY, clock.now < end else { return false }
+            usleep(5000)  // paces the poll; the answer comes from the kernel
+        }
+    }
+
+    /// Keeps the descriptor, and the locks taken through it, open until the process ends: for a
+    /// replaced file that another process still has open after ``waitForOtherOpeners(limit:)``.
+    package func keepUntilExit() {
+        guard descriptor >= 0 else { return }
+        KeptDescriptors.shared.withLock { $0.append(descriptor) }
+        descriptor = -1
+    }
+
     /// Closes the descriptor. Safe to call more than once.
     package func close() {
         guard descriptor >= 0 else { return }
@@ -288,8 +316,11 @@ private func closeDescriptor(_ descriptor: Int32) {
     _ = close(descriptor)
 }
 
-/// Descriptors kept open until the process ends (``SoleUseLease/Gate/keepOpen()``).
+/// Descriptors kept open until the process ends (``SoleUseLease/Gate/keepOpen()``,
+/// ``ReplacedFile/keepUntilExit()``).
 private final class KeptDescriptors: @unchecked Sendable {
+    static let shared = KeptDescriptors()
+
     private let lock = NSLock()
     private var descriptors: [Int32] = []
 

@@ -100,27 +100,11 @@ extension EncryptedDatabase {
             throw .ioFailure(path: path, operation: "swapping in the background copy", detail: error.description)
         }
         swapped = true
-        // A process whose open waited on the lease holds the replaced file: make it find no
-        // database there rather than a stale one.
-        do {
-            try lease.overwriteStart(bytes: from.cipher.effective.pageSize ?? 4096)
-        } catch {
-            logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
-        }
-        // Such a process would also see SQLite's locks on the replaced file free: it would take
-        // the new file's live -journal for a hot one and roll it into the replaced file (deleting
-        // it), or, in WAL mode, close as the last connection and checkpoint and delete the new
-        // file's -wal. Holding a SHARED and a RESERVED lock on the replaced file, as a connection
-        // in a write transaction would, stops both for as long as this database lives.
-        do {
-            try lease.lock(start: SoleUse.sharedFirst, length: SoleUse.sharedSize, exclusive: false)
-            try lease.lock(start: SoleUse.reservedByte, length: 1, exclusive: true)
-        } catch {
-            logger.warning("could not lock the replaced file", metadata: ["path": "\(path)", "error": "\(error)"])
-        }
-        // Its descriptor stays open: the blocks are freed after the writer lock is released (see
-        // `StepOutcome.swapped`), the locks held until the database is closed.
-        let replaced = lease.releaseKeepingOpen()
+        // A process whose open waited on the lease holds the replaced file: it finds no database
+        // there, and the locks stop it from touching the new file's side files. Its descriptor
+        // stays open, the locks held, until the database is closed; the blocks are freed after the
+        // writer lock is released (see `StepOutcome.swapped`).
+        let replaced = SoleUse.fenceReplaced(lease, pageSize: from.cipher.effective.pageSize ?? 4096, path: path, logger: logger)
         phase("swapped")
 
         let to = keys.current

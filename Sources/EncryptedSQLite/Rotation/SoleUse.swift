@@ -1,4 +1,5 @@
 import DurableFiles
+import Logging
 
 /// The step every rotation takes before it renames a new file over the database (the export
 /// path, the background swap): proof that no connection in any process has the file open, so
@@ -47,5 +48,32 @@ enum SoleUse {
         case .openElsewhere: return .inUse("another process has the file open")
         case .unprovable(let why): return .unprovable(why)
         }
+    }
+
+    /// The step every rotation takes right after it renamed a new file over the database, before
+    /// it lets the lease go: it makes the replaced file safe for a process whose `open` waited on
+    /// the lease. Such a process gets the replaced file, while its SQLite finds the side files by
+    /// name, so they are the new file's:
+    /// - its first page is zeroed: the process finds no database there (``SoleUseLease/overwriteStart(bytes:)``);
+    /// - a SHARED and a RESERVED lock are held on it, as a connection inside a write transaction
+    ///   would hold them: the process cannot take the new file's live `-journal` for a hot one and
+    ///   roll it into the replaced file (deleting it), nor close as the last connection in WAL mode
+    ///   and checkpoint the new file's `-wal` into the replaced file and delete it.
+    ///
+    /// Returns the replaced file's descriptor, which holds those locks until it is closed: keep it
+    /// while any other process has the replaced file open (``ReplacedFile/waitForOtherOpeners(limit:)``).
+    static func fenceReplaced(_ lease: SoleUseLease, pageSize: Int, path: String, logger: Logger) -> ReplacedFile {
+        do {
+            try lease.overwriteStart(bytes: pageSize)
+        } catch {
+            logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        do {
+            try lease.lock(start: sharedFirst, length: sharedSize, exclusive: false)
+            try lease.lock(start: reservedByte, length: 1, exclusive: true)
+        } catch {
+            logger.warning("could not lock the replaced file", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+        return lease.releaseKeepingOpen()
     }
 }

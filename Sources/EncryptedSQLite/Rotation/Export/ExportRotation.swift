@@ -16,6 +16,10 @@ import SQLCipherConnection
 /// means for other processes that have the file open, is explained in the Key Rotation article.
 struct ExportRotation: Rotation {
     var method: RotationMethod { .export }
+    /// How long the export keeps its locks on the replaced file for a process that opened it
+    /// during the swap (one that fails on it closes it within milliseconds), before it leaves them
+    /// to the end of this process.
+    static let lateOpenerLimit: Duration = .seconds(10)
 
     func rotate(_ connection: Connection, in context: RotationContext) throws(EncryptedDatabaseError) -> RotationResult {
         let start = Stopwatch()
@@ -124,15 +128,19 @@ struct ExportRotation: Rotation {
         } catch {
             throw .ioFailure(path: path, operation: "swapping in the exported file", detail: error.description)
         }
-        // A process whose open waited on the lease holds the replaced file: it must find no
-        // database there rather than a stale one (its library follows the rotation then).
+        // A process whose open waited on the lease holds the replaced file: it finds no database
+        // there, and the locks stop it from touching the new file's side files for as long as it
+        // has the replaced file open.
         if let lease {
-            do {
-                try lease.overwriteStart(bytes: original.pageSize)
-            } catch {
-                context.logger.warning("could not overwrite the replaced file's first page", metadata: ["path": "\(path)", "error": "\(error)"])
+            let replaced = SoleUse.fenceReplaced(lease, pageSize: original.pageSize, path: path, logger: context.logger)
+            if replaced.waitForOtherOpeners(limit: Self.lateOpenerLimit) {
+                replaced.close()
+            } else {
+                replaced.keepUntilExit()
+                context.logger.warning(
+                    "a process that opened the database during the swap still has the replaced file open; its locks on it are kept until this process ends",
+                    metadata: ["path": "\(path)"])
             }
-            lease.release()
         }
         copy.close()
 

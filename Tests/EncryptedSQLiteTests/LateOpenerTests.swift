@@ -1,0 +1,178 @@
+@testable import DurableFiles
+@testable import EncryptedSQLite
+import Foundation
+@testable import KeyConfiguration
+import Testing
+import TestSupport
+
+/// A process that opened the database by its name just before an export renamed the new file over
+/// it waits in `open` on the export's lease, and gets the replaced file once the lease is released.
+/// Its SQLite finds its side files (`-journal`, `-wal`, `-shm`) by name, so they are the new
+/// file's. The export must leave the replaced file so that such a late opener can neither take the
+/// new file's live journal for a hot one (and roll it into the replaced file, deleting it) nor, in
+/// WAL mode, close as the "last" connection and checkpoint and delete the new file's WAL.
+///
+/// The order comes from the export itself (stopped right after its rename by the file-operations
+/// seam) and from the kernel (the lease shows `BREAKING` in `/proc/locks` once the late opener
+/// waits on it), never from a sleep.
+@Suite("A process that opens the file during the export's lease", .serialized)
+struct LateOpenerTests {
+    static let rowCount = 50
+    static let inserted = 200
+
+    @Test("the sqlcipher shell opens the file while the export holds its lease after the rename: the new file's WAL keeps every committed row")
+    func walModeLateOpener() throws {
+        try lateOpener(walMode: true)
+    }
+
+    @Test("the sqlcipher shell opens the file while the export holds its lease after the rename: the new file's live journal stays beside it and its transaction commits")
+    func rollbackModeLateOpener() throws {
+        try lateOpener(walMode: false)
+    }
+
+    private func lateOpener(walMode: Bool) throws {
+        let directory = TemporaryDirectory("late-opener")
+        let ring = TestKeyring([.hex], in: directory, plaintextID: "v0")
+        let path = directory.file("app.sqlite")
+        try SQLiteShell.createFixture(at: path, rows: Self.rowCount, walMode: walMode)
+        let keys = try ring.keyList(database: path)
+
+        // The export stops, holding its lease, right before its rename (while the late opener
+        // comes) and right after it (while a service of the new file writes).
+        let renaming = DispatchSemaphore(value: 0), rename = DispatchSemaphore(value: 0)
+        let renamed = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
+        var files = FileOperations.system
+        files.rename = { source, target throws(FileSystemError) in
+            guard target == path else { return try FileOperations.system.rename(source, target) }
+            renaming.signal()
+            rename.wait()
+            try FileOperations.system.rename(source, target)
+            renamed.signal()
+            resume.wait()
+        }
+        let outcome = try KeyProbe(keys: keys, trial: KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(1))).run()
+        let context = RotationContext(path: path, from: outcome.key, to: keys.current, busyTimeout: .seconds(60), verification: .quickCheck,
+                                      logger: OpenOptions().logger, files: files, workers: 1)
+        let rotation = SetOnce<String>()
+        nonisolated(unsafe) let probed = outcome.connection  // handed to the rotator's thread, not used here again
+        let rotator = Thread {
+            do {
+                guard case .rotated(let connection, let report) = try ExportRotation().rotate(probed, in: context) else {
+                    return rotation.set("not rotated")
+                }
+                connection.close()
+                rotation.set("\(report.method)")
+            } catch {
+                rotation.set("failed: \(error)")
+            }
+        }
+        rotator.start()
+        guard renaming.wait(timeout: .now() + 60) == .success else {
+            Issue.record("the export never reached its rename: \(rotation.value ?? "still running")")
+            return
+        }
+        // The late opener: the sqlcipher shell, a process that knows nothing of the library.
+        let shell = SetOnce<(status: Int32, stdout: String, stderr: String)>()
+        let late = Thread {
+            do {
+                let result = try SQLCipherShell.run(path, key: ring.keys.last?.shellKey, "SELECT count(*) FROM audit;")
+                shell.set((result.status, result.stdout, result.stderr))
+            } catch {
+                shell.set((-1, "", "\(error)"))
+            }
+        }
+        late.start()
+        guard LeaseState.waitForBreak(limit: .seconds(60)) else {
+            rename.signal()
+            resume.signal()
+            Issue.record("the shell never waited on the export's lease: \((try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? "")\n\(String(describing: shell.value))")
+            return
+        }
+        rename.signal()
+        guard renamed.wait(timeout: .now() + 60) == .success else {
+            Issue.record("the export never reached its rename: \(rotation.value ?? "still running")")
+            return
+        }
+
+        // A service of the new file writes: in WAL mode it commits rows that stay in the WAL while
+        // it is open; in rollback mode it stays inside a write transaction, its journal live.
+        let writer = try KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(5)).connect(keys.current)
+        defer { writer.close() }
+        #expect(try writer.journalMode() == (walMode ? "wal" : "delete"))
+        let before = try writer.queryValue("SELECT count(*) FROM audit", as: Int.self) ?? -1
+        if !walMode {
+            // A transaction larger than the writer's cache spills pages into the file, which makes
+            // its journal hot-looking (synced, magic written) to a process that sees no RESERVED lock.
+            try writer.execute("PRAGMA cache_size = 2")
+            try writer.execute("BEGIN IMMEDIATE")
+        }
+        for _ in 0..<Self.inserted { try writer.execute("INSERT INTO audit(person, note) VALUES (1, '\(String(repeating: "late ", count: 40))')") }
+        let journalBefore = FileSystem.size(of: path + "-journal")
+        if !walMode {
+            let first = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-journal")).read(upToCount: 1)
+            #expect(first != Data([0]), "the writer's journal should be synced (hot to a process that sees no lock)")
+        }
+
+        resume.signal()
+        guard let answer = shell.wait(limit: .seconds(120)) else {
+            Issue.record("the shell did not finish")
+            return
+        }
+        // The replaced file's first page (and with it SQLCipher's salt) is zeroed: the late opener
+        // finds no database, whatever key it has.
+        #expect(answer.status != 0 && answer.stderr.contains("not a database"), "the late opener: \(answer)")
+        if walMode {
+            #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the late opener deleted the new file's WAL")
+        } else {
+            #expect(FileSystem.size(of: path + "-journal") == journalBefore, "the late opener took the new file's live journal for a hot one")
+            try writer.execute("COMMIT")  // the export's check of the new file waits for it
+        }
+        guard let method = rotation.wait(limit: .seconds(120)) else {
+            Issue.record("the export did not finish")
+            return
+        }
+        #expect(method == "export", "the export: \(method)")
+        writer.close()
+        let check = try KeyTrial(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
+        defer { check.close() }
+        #expect(try check.queryValue("SELECT count(*) FROM audit", as: Int.self) == before + Self.inserted, "rows the writer committed to the new file were lost")
+        #expect(try check.queryValue("PRAGMA integrity_check", as: String.self) == "ok")
+    }
+}
+
+/// A value set once by another thread, waited for with a limit (a hang guard, not an order).
+final class SetOnce<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private let done = DispatchSemaphore(value: 0)
+    private var stored: Value?
+
+    func set(_ value: Value) {
+        lock.withLock { stored = value }
+        done.signal()
+    }
+
+    var value: Value? { lock.withLock { stored } }
+
+    /// The value, once set; `nil` after `limit`.
+    func wait(limit: Duration) -> Value? {
+        guard done.wait(timeout: .now() + .milliseconds(Int(limit.components.seconds * 1000))) == .success else { return nil }
+        done.signal()
+        return value
+    }
+}
+
+/// Leases as the kernel lists them in `/proc/locks`.
+enum LeaseState {
+    /// Waits until a lease in `/proc/locks` is being broken (an `open` waits on it); `false` after `limit`.
+    static func waitForBreak(limit: Duration) -> Bool {
+        let clock = ContinuousClock(), end = clock.now + limit
+        while clock.now < end {
+            if let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8),
+               text.split(separator: "\n").contains(where: { $0.contains("LEASE") && $0.contains("BREAK") }) {
+                return true
+            }
+            usleep(1000)  // paces the poll of the kernel's state; the order comes from that state
+        }
+        return false
+    }
+}
