@@ -8,8 +8,9 @@ import TestSupport
 /// else has the file open, and renames the copy over it. Another process that opens the file,
 /// commits and closes again between the close and the lease leaves no descriptor for the lease to
 /// see, so the swap must find its commit some other way. Driven by the pausing test VFS: the swap
-/// is stopped right after the writer's file is closed, and another connection writes there.
-@Suite("The background swap and a commit made just before it", .serialized)
+/// is stopped right after the writer's file is closed, and another connection writes there; then
+/// the whole open and background rotation is stopped at each of its file operations in turn.
+@Suite("The background swap and a commit made beside it", .serialized)
 struct SwapWindowTests {
     @Test("a commit made by another connection between the writer's close and the lease is not lost", arguments: [false, true])
     func commitBeforeTheLease(walMode: Bool) async throws {
@@ -60,5 +61,84 @@ struct SwapWindowTests {
             #expect(refusal.contains("busy") || refusal.contains("locked"), "the other connection failed for another reason: \(refusal)")
             #expect(rows == 0)
         }
+    }
+
+    @Test("a background rotation stopped at each lock, unlock, shm lock, open, close, sync, truncate and delete of the database file, from the open to the swap, while another connection commits a row: every commit is in the rotated file", arguments: [false, true])
+    func everyPausePoint(walMode: Bool) throws {
+        let directory = TemporaryDirectory("swap-points")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite"), template = directory.file("template.sqlite")
+        try BackgroundRotationTests.makeFile(at: template, ring: ring, walMode: walMode, blobs: 50)
+        let keys = try ring.keyList(database: path)
+        let watch = VFSWatch(folder: directory.path)
+        defer { watch.stop() }
+        var options = OpenOptions(concurrentReaders: 0)
+        options.backgroundRotation = true
+        let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .open, .close, .sync, .truncate, .delete]
+        let files: Set<String> = [path, path + "-journal", path + "-wal"]
+        var problems: [String] = [], committed = 0, refused = 0, methods: [String: Int] = [:]
+        // The work runs on an unnamed thread, so that the rotation's own threads count too.
+        let rounds = try watch.everyPausePoint(actor: nil, counting: { $0.after && files.contains($0.path) && counted.contains($0.operation) }, prepare: {
+            for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            try FileManager.default.copyItem(atPath: template, toPath: path)
+            if FileManager.default.fileExists(atPath: template + "-wal") { try FileManager.default.copyItem(atPath: template + "-wal", toPath: path + "-wal") }
+            return { () -> String in
+                do {
+                    let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+                    guard let rotation = database.backgroundRotation else { return "no background rotation" }
+                    let report = try BlockingWait.result { try await rotation.result() }
+                    return "\(report.method)\(report.fallbackReason.map { " (fell back: \($0))" } ?? "")"
+                } catch {
+                    return "failed: \(error)"
+                }
+            }
+        }, meanwhile: { _ -> Int64? in
+            // Another process's commit, on whichever key the file is on now.
+            VFSWatch.setActor("other")
+            defer { VFSWatch.setActor(nil) }
+            for key in keys.keys.map(\.cipherKey) {
+                guard let other = try? Connection(path: path, access: .readWrite, key: key, busyTimeout: .zero) else { continue }
+                defer { other.close() }
+                guard (try? other.queryValue("SELECT count(*) FROM sqlite_master", as: Int.self)) != nil else { continue }
+                guard (try? other.execute("INSERT INTO ledger(writer, body) VALUES (77, 'made beside the rotation')")) != nil else { return nil }
+                return other.lastInsertRowID
+            }
+            return nil
+        }, inspect: { round in
+            methods[round.outcome.hasPrefix("failed") ? "failed" : String(round.outcome.prefix { $0 != " " }), default: 0] += 1
+            if round.outcome.hasPrefix("failed") || round.outcome.hasPrefix("no ") { problems.append("pause point \(round.point), \(round.event): \(round.outcome)") }
+            if round.meanwhile == nil { refused += 1 } else { committed += 1 }
+            VFSWatch.setActor("check")
+            defer { VFSWatch.setActor(nil) }
+            let check = try? EncryptedDatabase.check(path: path, keys: keys)
+            let (rows, integrity) = (try? EncryptedDatabase(path: path, keys: keys).read { db in
+                (try db.queryValue("SELECT count(*) FROM ledger WHERE writer = 77", as: Int.self), try db.queryValue("PRAGMA integrity_check", as: String.self))
+            }) ?? (nil, nil)
+            let expected = round.meanwhile == nil ? 0 : 1
+            if check?.openedWithKeyID != keys.currentID || rows != expected || integrity != "ok" {
+                problems.append("pause point \(round.point), \(round.event): rotation \(round.outcome); file on \(check?.openedWithKeyID ?? "no key"), commits \(rows ?? -1) of \(expected), integrity \(integrity ?? "none")")
+            }
+        })
+        print("swap-points|\(walMode ? "wal" : "delete")|pause points \(rounds.count)|other committed \(committed)|refused \(refused)|\(methods.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
+        for line in problems.prefix(4) { print("problem: \(line)") }
+        #expect(rounds.count > 10, "the VFS saw only \(rounds.count) pause points")
+        #expect(committed > 0 && refused > 0, "the other connection should get in at some points and be kept out at others")
+        #expect(problems.isEmpty, "\(problems.count) problems; first: \(problems.first ?? "")")
+    }
+}
+
+/// Runs async work to its end from a synchronous thread (a pause-point round's work).
+enum BlockingWait {
+    static func result<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
+        let outcome = SetOnce<Result<Value, any Error>>()
+        Task {
+            do { outcome.set(.success(try await body())) } catch { outcome.set(.failure(error)) }
+        }
+        guard let result = outcome.wait(limit: .seconds(600)) else { throw HangError() }
+        return try result.get()
+    }
+
+    struct HangError: Error, CustomStringConvertible {
+        var description: String { "the work did not finish within 600 s" }
     }
 }

@@ -262,8 +262,11 @@ extension VFSWatch {
     ///   - prepare: sets the files up for a round and returns the work, run on another thread.
     ///   - meanwhile: what another connection does while the work is stopped at `event`.
     ///   - inspect: called after the work finished, before the next round's `prepare`.
+    ///   - actor: the name the work's thread runs under; `nil` leaves it unnamed, so that the
+    ///     library's own threads that the work starts (a background rotation) count too. Then
+    ///     `meanwhile` must name its thread (``setActor(_:)``) for its events not to count.
     public func everyPausePoint<Meanwhile, Outcome>(
-        actor: String, counting: @escaping @Sendable (VFSEvent) -> Bool = { $0.after }, limit: Int = 100_000,
+        actor: String?, counting: @escaping @Sendable (VFSEvent) -> Bool = { $0.after }, limit: Int = 100_000,
         prepare: () throws -> () -> Outcome, meanwhile: (VFSEvent) throws -> Meanwhile,
         inspect: (PausePointRound<Meanwhile, Outcome>) throws -> Void = { _ in }
     ) throws -> [PausePointRound<Meanwhile, Outcome>] {
@@ -277,7 +280,7 @@ extension VFSWatch {
             let pause = self.pause { $0.actor == actor && counting($0) && counter.next() }
             let finished = DispatchSemaphore(value: 0)
             Thread {
-                VFSWatch.setActor(actor)
+                if let actor { VFSWatch.setActor(actor) }
                 defer {
                     VFSWatch.setActor(nil)
                     pause.release()

@@ -18,6 +18,7 @@ extension EncryptedDatabase {
         var swapped = false
         defer {
             if !swapped {
+                if !writer.isClosed, writer.isInTransaction { try? writer.execute("ROLLBACK") }
                 copy.discard()
                 if writer.isClosed, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
                     try? setup.run(on: reopened)
@@ -39,13 +40,24 @@ extension EncryptedDatabase {
         }
         defer { stepAside?.withdraw() }
         phase("others aside")
-        // The facts and the last pages come from one read transaction.
-        let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
-            try writer.transaction(.deferred) { db in
-                let facts = try BackgroundCopy.Facts(db)
-                try copy.complete()
-                return facts
-            }
+        // The facts and the last pages come from one read transaction. No commit of another
+        // process may land after them unseen, since the copy would replace the file without it:
+        // - in rollback-journal mode that transaction stays open until the writer closes for the
+        //   swap; its SHARED lock keeps every other connection from committing, and from then on
+        //   the gate (`SoleUse`) keeps them from starting;
+        // - in WAL mode, where a SHARED lock stops no commit and the checkpoint below needs the
+        //   transaction ended, `PRAGMA data_version` read again right before the writer closes
+        //   (the gate held) tells whether another connection committed since: then no swap.
+        let (original, journalMode, version) = try step("reading the database for the background rotation's swap") {
+            () throws -> (BackgroundCopy.Facts, String, Int?) in
+            try writer.execute("BEGIN")
+            let facts = try BackgroundCopy.Facts(writer)
+            try copy.complete()
+            let mode = try writer.journalMode()
+            guard mode == "wal" else { return (facts, mode, nil) }
+            let version = try writer.queryValue("PRAGMA data_version", as: Int.self)
+            try writer.execute("COMMIT")
+            return (facts, mode, version)
         }
         phase("last pages")
         let bytes = FileSystem.size(of: copy.temporary) ?? 0
@@ -61,7 +73,6 @@ extension EncryptedDatabase {
         let verifyDuration = verifyTime.elapsed
         phase("check")
 
-        let journalMode = try step("reading the journal mode") { try writer.journalMode() }
         if journalMode == "wal" {
             // Every frame into the database file, so that no -wal is left for the new file.
             let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
@@ -69,12 +80,24 @@ extension EncryptedDatabase {
         }
         phase("checkpoint")
         let lease: SoleUseLease
-        switch SoleUse.prove(path, closing: { writer.close() }) {
+        var committedElsewhere = false
+        switch SoleUse.prove(path, closing: {
+            if let version {
+                committedElsewhere = (try? writer.queryValue("PRAGMA data_version", as: Int.self)) != version
+            } else {
+                try? writer.execute("ROLLBACK")
+            }
+            writer.close()
+        }) {
         case .held(let held): lease = held
         case .inUse(let why): return .fellBack(reason: why)
         case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
         }
         phase("closed")
+        if committedElsewhere {
+            lease.release()
+            return .fellBack(reason: "another process wrote the file during the swap")
+        }
         defer { lease.release() }
         // With the lease, no other process can have a transaction open: a side file that is not
         // empty now is not another process's work in progress. The WAL was checkpointed and
@@ -82,9 +105,9 @@ extension EncryptedDatabase {
         // and that is made durable before the copy appears under the name.
         let folder = FileSystem.folder(of: path)
         for suffix in ["-wal", "-journal"] where FileSystem.size(of: path + suffix) != nil {
-            guard FileSystem.size(of: path + suffix) == 0 else {
-                throw .ioFailure(path: path, operation: "swapping in the background copy", detail: "the \(suffix) file is not empty after the last connection closed; the database was left on its old key")
-            }
+            // A WAL-mode process that had the file open before the gate can still commit, and
+            // close before the lease: its frames stay in the -wal, which the swap must not leave.
+            guard FileSystem.size(of: path + suffix) == 0 else { return .fellBack(reason: "another process wrote the file during the swap (its \(suffix) file is not empty)") }
             try? options.files.fsync(path + suffix)
         }
         do {
