@@ -48,15 +48,19 @@ struct ExportSoleUseTests {
         #expect(try fresh.queryValue("SELECT count(*) FROM t", as: Int.self) == Self.rowCount + 1)
     }
 
-    @Test("the export stopped at each lock, unlock, open, close, sync and delete on the database file while another connection tries to write: every write it made is in the encrypted file")
+    @Test("the export stopped at each lock, unlock, open, close, sync, delete, read and write on the database file while another connection tries to write: every write it made is in the encrypted file")
     func everyPausePoint() throws {
+        for rowCount in PausePointSizes.rows(default: Self.rowCount) { try everyPausePoint(rowCount: rowCount) }
+    }
+
+    private func everyPausePoint(rowCount: Int) throws {
         let scene = try PausePointScene("export-points", kinds: [.hex], plaintextID: "v0")
         defer { scene.watch.stop() }
         let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
-        let operations: Set<VFSEvent.Operation> = [.lock, .unlock, .open, .close, .sync, .delete, .truncate]
+        let operations: Set<VFSEvent.Operation> = [.lock, .unlock, .open, .close, .sync, .delete, .truncate, .read, .write]
         var lost: [String] = [], written = 0, refused = 0, failedOpens: [String] = []
         let rounds = try watch.everyPausePoint(actor: "rotator", counting: { $0.after && $0.path == path && operations.contains($0.operation) }, prepare: {
-            try Self.makePlaintext(at: path)
+            try PausePointFile.make(at: path, key: nil, rows: rowCount).close()
             return { () -> String in
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys)
@@ -84,7 +88,7 @@ struct ExportSoleUseTests {
             let found = try database.read { try $0.queryValue("SELECT count(*) FROM t WHERE id = ?", [row], as: Int.self) }
             if found != 1 { lost.append("pause point \(round.point), \(round.event): row \(row) missing (\(round.outcome))") }
         })
-        print("export-points|pause points \(rounds.count)|other wrote \(written)|refused \(refused)|lost \(lost.count)|failed opens \(failedOpens.count)")
+        print("export-points|\(rowCount) rows|pause points \(rounds.count)|other wrote \(written)|refused \(refused)|lost \(lost.count)|failed opens \(failedOpens.count)")
         for line in lost.prefix(3) { print("lost: \(line)") }
         #expect(rounds.count > 10, "the VFS saw only \(rounds.count) pause points")
         #expect(written > 0 && refused > 0, "the other connection should get in at some points and be kept out at others")
