@@ -63,18 +63,23 @@ struct SwapWindowTests {
         }
     }
 
-    @Test("a background rotation stopped at each lock, unlock, shm lock, open, close, sync, truncate and delete of the database file, from the open to the swap, while another connection commits a row: every commit is in the rotated file", arguments: [false, true])
+    @Test("a background rotation stopped at each lock, unlock, shm lock, open, close, sync, truncate, delete, read and write of the database file, from the open to the swap, while another connection commits a row: every commit is in the rotated file", arguments: [false, true])
     func everyPausePoint(walMode: Bool) throws {
+        // Blobs of 4,000 bytes; PAUSE_POINT_ROWS (comma-separated) for stress runs at other sizes.
+        for blobs in PausePointSizes.rows(default: 50) { try everyPausePoint(walMode: walMode, blobs: blobs) }
+    }
+
+    private func everyPausePoint(walMode: Bool, blobs: Int) throws {
         let directory = TemporaryDirectory("swap-points")
         let ring = TestKeyring([.hex, .hex], in: directory)
         let path = directory.file("app.sqlite"), template = directory.file("template.sqlite")
-        try BackgroundRotationTests.makeFile(at: template, ring: ring, walMode: walMode, blobs: 50)
+        try BackgroundRotationTests.makeFile(at: template, ring: ring, walMode: walMode, blobs: blobs)
         let keys = try ring.keyList(database: path)
         let watch = VFSWatch(folder: directory.path)
         defer { watch.stop() }
         var options = OpenOptions(concurrentReaders: 0)
         options.backgroundRotation = true
-        let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .open, .close, .sync, .truncate, .delete]
+        let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .open, .close, .sync, .truncate, .delete, .read, .write]
         let files: Set<String> = [path, path + "-journal", path + "-wal"]
         var problems: [String] = [], committed = 0, refused = 0, methods: [String: Int] = [:]
         // The work runs on an unnamed thread, so that the rotation's own threads count too.
@@ -119,7 +124,7 @@ struct SwapWindowTests {
                 problems.append("pause point \(round.point), \(round.event): rotation \(round.outcome); file on \(check?.openedWithKeyID ?? "no key"), commits \(rows ?? -1) of \(expected), integrity \(integrity ?? "none")")
             }
         })
-        print("swap-points|\(walMode ? "wal" : "delete")|pause points \(rounds.count)|other committed \(committed)|refused \(refused)|\(methods.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
+        print("swap-points|\(walMode ? "wal" : "delete"), \(blobs) blobs|pause points \(rounds.count)|other committed \(committed)|refused \(refused)|\(methods.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
         for line in problems.prefix(4) { print("problem: \(line)") }
         #expect(rounds.count > 10, "the VFS saw only \(rounds.count) pause points")
         #expect(committed > 0 && refused > 0, "the other connection should get in at some points and be kept out at others")
