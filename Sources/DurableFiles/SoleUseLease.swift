@@ -317,8 +317,8 @@ private func closeDescriptor(_ descriptor: Int32) {
 }
 
 /// Descriptors kept open until the process ends (``SoleUseLease/Gate/keepOpen()``,
-/// ``ReplacedFile/keepUntilExit()``).
-private final class KeptDescriptors: @unchecked Sendable {
+/// ``ReplacedFile/keepUntilExit()``, ``WALIndexHeader/keepUntilExit()``).
+final class KeptDescriptors: @unchecked Sendable {
     static let shared = KeptDescriptors()
 
     private let lock = NSLock()

@@ -40,24 +40,29 @@ extension EncryptedDatabase {
         }
         defer { stepAside?.withdraw() }
         phase("others aside")
-        // The facts and the last pages come from one read transaction. No commit of another
-        // process may land after them unseen, since the copy would replace the file without it:
-        // - in rollback-journal mode that transaction stays open until the writer closes for the
-        //   swap; its SHARED lock keeps every other connection from committing, and from then on
-        //   the gate (`SoleUse`) keeps them from starting;
-        // - in WAL mode, where a SHARED lock stops no commit and the checkpoint below needs the
-        //   transaction ended, `PRAGMA data_version` read again right before the writer closes
-        //   (the gate held) tells whether another connection committed since: then no swap.
-        let (original, journalMode, version) = try step("reading the database for the background rotation's swap") {
-            () throws -> (BackgroundCopy.Facts, String, Int?) in
+        // Every frame into the database file first, so that no -wal is left for the new file.
+        let journalMode = try step("reading the journal mode") { try writer.journalMode() }
+        if journalMode == "wal" {
+            let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
+            if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
+        }
+        phase("checkpoint")
+        // No commit of another process may land after the last pages unseen, since the copy would
+        // replace the file without it:
+        // - in rollback-journal mode, the read transaction of the last pages stays open until the
+        //   writer closes for the swap; its SHARED lock keeps every other connection from
+        //   committing, and from then on the gate (`SoleUse`) keeps them from starting;
+        // - in WAL mode, where a SHARED lock stops no commit, the wal-index header, read before
+        //   the last pages and again once the lease proves nobody has the file open, tells
+        //   whether anyone committed (or emptied the WAL after committing) since: then no swap.
+        let walIndex = journalMode == "wal" ? WALIndexHeader(databasePath: path) : nil
+        defer { walIndex?.keepUntilExit() }  // unless closed below, once this process has no connection
+        let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
             try writer.execute("BEGIN")
             let facts = try BackgroundCopy.Facts(writer)
             try copy.complete()
-            let mode = try writer.journalMode()
-            guard mode == "wal" else { return (facts, mode, nil) }
-            let version = try writer.queryValue("PRAGMA data_version", as: Int.self)
-            try writer.execute("COMMIT")
-            return (facts, mode, version)
+            if journalMode == "wal" { try writer.execute("COMMIT") }
+            return facts
         }
         phase("last pages")
         let bytes = FileSystem.size(of: copy.temporary) ?? 0
@@ -73,20 +78,9 @@ extension EncryptedDatabase {
         let verifyDuration = verifyTime.elapsed
         phase("check")
 
-        if journalMode == "wal" {
-            // Every frame into the database file, so that no -wal is left for the new file.
-            let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
-            if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
-        }
-        phase("checkpoint")
         let lease: SoleUseLease
-        var committedElsewhere = false
         switch SoleUse.prove(path, closing: {
-            if let version {
-                committedElsewhere = (try? writer.queryValue("PRAGMA data_version", as: Int.self)) != version
-            } else {
-                try? writer.execute("ROLLBACK")
-            }
+            if writer.isInTransaction { try? writer.execute("ROLLBACK") }
             writer.close()
         }) {
         case .held(let held): lease = held
@@ -94,9 +88,13 @@ extension EncryptedDatabase {
         case .unprovable(let why): return .fellBack(reason: "whether another process has the file open cannot be proven: \(why)")
         }
         phase("closed")
-        if committedElsewhere {
-            lease.release()
-            return .fellBack(reason: "another process wrote the file during the swap")
+        if let walIndex {
+            let changed = walIndex.changed()
+            walIndex.close()  // the lease proves that no connection of this process is left
+            if changed {
+                lease.release()
+                return .fellBack(reason: "another process wrote the file during the swap")
+            }
         }
         defer { lease.release() }
         // With the lease, no other process can have a transaction open: a side file that is not
