@@ -24,7 +24,7 @@ struct ForeignWriterDuringRotationTests {
         let (path, keys, watch) = (scene.path, scene.keys, scene.watch)
         var options = OpenOptions()
         options.rotationStrategy = scenario.strategy
-        let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .sync, .open, .close, .truncate, .delete]
+        let counted: Set<VFSEvent.Operation> = [.lock, .unlock, .shmLock, .sync, .open, .close, .truncate, .delete, .read, .write]
         let files: Set<String> = [path, path + "-journal", path + "-wal"]
         var answers: [String: Int] = [:], reads: [String: Int] = [:], problems: [String] = []
         let rounds = try watch.everyPausePoint(actor: "rotating", counting: { $0.after && files.contains($0.path) && counted.contains($0.operation) }, prepare: {
