@@ -82,7 +82,7 @@ struct LateOpenerTests {
             }
         }
         late.start()
-        guard LeaseState.waitForBreak(limit: .seconds(60)) else {
+        guard LeaseState.waitForBreak(of: path, limit: .seconds(60)) else {
             rename.signal()
             resume.signal()
             Issue.record("the shell never waited on the export's lease: \((try? String(contentsOfFile: "/proc/locks", encoding: .utf8)) ?? "")\n\(String(describing: shell.value))")
@@ -166,12 +166,16 @@ final class SetOnce<Value: Sendable>: @unchecked Sendable {
 
 /// Leases as the kernel lists them in `/proc/locks`.
 enum LeaseState {
-    /// Waits until a lease in `/proc/locks` is being broken (an `open` waits on it); `false` after `limit`.
-    static func waitForBreak(limit: Duration) -> Bool {
+    /// Waits until a lease on the file at `path` (its inode now) is being broken in `/proc/locks`
+    /// (an `open` waits on it); `false` after `limit`. Other tests' leases do not count.
+    static func waitForBreak(of path: String, limit: Duration) -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        let inode = ":\(status.st_ino) "  // "… LEASE  BREAKING  WRITE <pid> <major>:<minor>:<inode> 0 EOF"
         let clock = ContinuousClock(), end = clock.now + limit
         while clock.now < end {
             if let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8),
-               text.split(separator: "\n").contains(where: { $0.contains("LEASE") && $0.contains("BREAK") }) {
+               text.split(separator: "\n").contains(where: { $0.contains("LEASE") && $0.contains("BREAK") && $0.contains(inode) }) {
                 return true
             }
             usleep(1000)  // paces the poll of the kernel's state; the order comes from that state
