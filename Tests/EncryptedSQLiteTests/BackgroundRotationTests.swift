@@ -210,7 +210,7 @@ struct BackgroundRotationTests {
         let report = try await rotation.result()
         #expect(try await reads > 0)
         #expect(report.method == .backgroundCopy, "fallback: \(report.fallbackReason ?? "none")")
-        #expect(database.readerPoolCipherKey?.id == "k2")
+        #expect(database.readers?.readerKey.id == "k2")
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 2000)
         #expect(try await database.read { try $0.integerPragma("cipher_page_size") } == 8192)
         // The key line ends in a dot-command on a SQLCipher 4 shell: the SQL starts on a new line.

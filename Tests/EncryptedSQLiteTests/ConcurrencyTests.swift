@@ -66,7 +66,7 @@ struct ConcurrencyTests {
     @Test("pooled readers use the derived raw key and salt (no key derivation each) and run concurrently")
     func pool() throws {
         let shared = try SharedDatabase(readers: 2)
-        let key = try #require(shared.database.readerPoolKey)
+        let key = try #require(shared.database.readers?.readerKey.material)
         #expect(key.kind == .rawKey)
         key.withSQLCipherBytes { #expect($0.count == 99) }  // x'<64 hex key><32 hex salt>'
         #expect(try shared.database.writeWithoutTransaction { try $0.journalMode() } == "wal")
@@ -105,7 +105,7 @@ struct ConcurrencyTests {
         let shared = try SharedDatabase(readers: 3, kinds: [.passphrase, .hex], rotate: false)
         let database = shared.database
         #expect(database.report.openedWithKeyID == "k1")
-        let oldReaderKey = try #require(database.readerPoolKey)
+        let oldReaderKey = try #require(database.readers?.readerKey.material)
         let stop = ManagedAtomicFlag()
         let readCounts = (0..<3).map { _ in ProgressCounter() }
         try await withThrowingTaskGroup(of: Int.self) { group in
@@ -132,7 +132,7 @@ struct ConcurrencyTests {
             for try await reads in group { total += reads }
             #expect(total > 0)
         }
-        let newReaderKey = try #require(database.readerPoolKey)
+        let newReaderKey = try #require(database.readers?.readerKey.material)
         #expect(!newReaderKey.isSameSecret(as: oldReaderKey))
         let sevens = try await database.read { try $0.queryValue("SELECT count(*) FROM items WHERE task = 7", as: Int.self) }
         #expect(sevens == 1)

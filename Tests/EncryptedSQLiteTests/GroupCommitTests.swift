@@ -25,13 +25,13 @@ struct GroupCommitTests {
     static func holdWriter(_ database: EncryptedDatabase, until writes: Int) -> DispatchSemaphore {
         let started = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
-        database.writerQueue.async {
+        database.writer.queue.async {
             try? database.write { _ in
                 started.signal()
                 // A poll of the queue's length (the deadline is only a hang guard): the writes
                 // queued behind the writer are what the test then checks.
                 let deadline = ContinuousClock.now + .seconds(60)
-                while database.pendingWrites.count < writes && ContinuousClock.now < deadline { usleep(1000) }
+                while database.writer.pendingWrites.count < writes && ContinuousClock.now < deadline { usleep(1000) }
             }
             done.signal()
         }
@@ -82,7 +82,7 @@ struct GroupCommitTests {
         #expect(stored == (1...60).filter { $0 % 4 != 0 })
         // The writes queued behind the held writer ran in shared transactions (or, without group
         // commit, one by one).
-        let largest = database.pendingWrites.largestGroup.withLock { $0 }
+        let largest = database.writer.pendingWrites.largestGroup.withLock { $0 }
         #expect(groupCommit ? largest > 1 : largest == 0)
     }
 
@@ -121,7 +121,7 @@ struct GroupCommitTests {
         #expect(error.message.contains("FOREIGN KEY"))
         let children = try await database.read { db in try db.query("SELECT id FROM child ORDER BY id").map { try $0.get(0, as: Int.self) } }
         #expect(children == [1, 2, 4, 5, 6])
-        #expect(database.pendingWrites.largestGroup.withLock { $0 } > 1)
+        #expect(database.writer.pendingWrites.largestGroup.withLock { $0 } > 1)
         withExtendedLifetime(scratch) {}
     }
 }

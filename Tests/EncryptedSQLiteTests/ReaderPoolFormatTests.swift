@@ -51,11 +51,11 @@ struct ReaderPoolFormatTests {
         #expect(counts == Array(repeating: 1000, count: 8))
         // Four reads open at once: four pooled readers, each keyed as the key says.
         let held = try PooledReads.holdAtOnce(database, count: 4, { try $0.queryValue("SELECT count(*) FROM items", as: Int.self) ?? -1 }) {
-            #expect(database.readerPoolOpenCount == 4)
+            #expect((database.readers?.openCount ?? 0) == 4)
         }
         #expect(held == Array(repeating: 1000, count: 4))
         // The readers' key: the raw key plus salt derived once, with the key's own settings.
-        let readerKey = try #require(database.readerPoolCipherKey)
+        let readerKey = try #require(database.readers?.readerKey)
         #expect(readerKey.material?.kind == .rawKey)
         #expect(readerKey.cipher == testCase.cipher)
         // The file is in the key's format: its page size as the key says.

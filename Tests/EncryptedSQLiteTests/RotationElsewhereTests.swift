@@ -85,10 +85,10 @@ struct RotationElsewhereTests {
         let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 5))
         try database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('before')") }
         let held = try PooledReads.holdAtOnce(database, count: 5, { try $0.queryValue("SELECT count(*) FROM notes", as: Int.self) ?? -1 }) {
-            #expect(database.readerPoolOpenCount == 5)
+            #expect((database.readers?.openCount ?? 0) == 5)
         }
         #expect(held == Array(repeating: 1, count: 5))
-        #expect(database.readerPoolOpenCount == 5, "five idle readers on key-0")
+        #expect((database.readers?.openCount ?? 0) == 5, "five idle readers on key-0")
 
         try setup.rotateElsewhere()
         let runs = Locked(0)
@@ -100,7 +100,7 @@ struct RotationElsewhereTests {
         #expect(runs.withLock { $0 } == 1)
         #expect(database.report.openedWithKeyID == "key-1")
         // Every reader of key-0 was closed: the one open now is the one that served the read.
-        #expect(database.readerPoolOpenCount == 1)
+        #expect((database.readers?.openCount ?? 0) == 1)
         let again = try PooledReads.holdAtOnce(database, count: 5, { try $0.queryValue("SELECT count(*) FROM notes", as: Int.self) ?? -1 })
         #expect(again == Array(repeating: 1, count: 5))
     }
@@ -111,7 +111,7 @@ struct RotationElsewhereTests {
         let database = try EncryptedDatabase(path: setup.path, keysFile: setup.keysFile, options: OpenOptions(concurrentReaders: 2))
         try await database.write { db in try db.execute("INSERT INTO notes(text) VALUES ('before')") }
         _ = try await database.read { db in try db.queryValue("SELECT count(*) FROM notes", as: Int.self) }
-        #expect(database.readerPoolOpenCount == 1, "a reader on key-0, idle")
+        #expect((database.readers?.openCount ?? 0) == 1, "a reader on key-0, idle")
 
         try setup.rotateElsewhere()
         let runs = Locked(0)
@@ -122,7 +122,7 @@ struct RotationElsewhereTests {
         #expect(count == 1)
         #expect(runs.withLock { $0 } == 1)
         #expect(database.report.openedWithKeyID == "key-1")
-        #expect(database.readerPoolCipherKey?.id == "key-1")
+        #expect(database.readers?.readerKey.id == "key-1")
 
         let failure = SQLiteError(code: .notADatabase, message: "from the closure")
         await #expect(throws: failure) { try await database.read { _ in runs.withLock { $0 += 1 }; throw failure } }

@@ -249,7 +249,7 @@ final class SecretScenarios {
 
     /// The hex of the reader pool's derived keys (`x'<key><salt>'` without the quotes).
     func readerKeyHex(_ database: EncryptedDatabase) -> [String] {
-        guard let key = database.readerPoolKey else { return [] }
+        guard let key = database.readers?.readerKey.material else { return [] }
         let text = key.withSQLCipherBytes { String(decoding: $0, as: UTF8.self) }
         guard text.hasPrefix("x'"), text.count > 66 else { return [] }
         let hex = String(text.dropFirst(2).dropLast())
@@ -357,7 +357,7 @@ struct SecretsTests {
             materials, sources, sources.map { DatabaseKey(id: "id", source: $0, cipher: CipherSettings(kdfIterations: 4000), legacy: true) },
             keys, keysFile, keysFile.entries, OpenOptions(), database, database.report, database.keys, fleetDatabase,
             FleetDatabase.all(in: keysFile, environment: environment), ResolvedKey(id: "r", material: materials[0]),
-            database.readerPoolKey as Any, KeyMaterialProblem.containsNUL(position: 3),
+            database.readers?.readerKey.material as Any, KeyMaterialProblem.containsNUL(position: 3),
         ]
         for value in values {
             var dumped = ""

@@ -124,7 +124,7 @@ struct ServiceDuringRotationTests {
                     round.finish("wrong: \(error)")
                 }
             }.start()
-            return round.waitUntilAnsweredOrAside { running.steppedAside.withLock { $0 } }
+            return round.waitUntilAnsweredOrAside { running.follower.steppedAside.withLock { $0 } }
         }, inspect: { round in
             let answer = access.answered()
             let kind = answer.hasPrefix("done") ? (round.meanwhile == "aside" ? "stepped aside, then done" : "done") : answer

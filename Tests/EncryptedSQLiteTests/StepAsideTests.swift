@@ -55,7 +55,7 @@ struct StepAsideTests {
     /// Blocks until `database` is asked to step aside (another database announced an export).
     static func waitUntilAsked(_ database: EncryptedDatabase) {
         let guardLimit = ContinuousClock.now + .seconds(600)  // a hang guard only
-        while database.stepAside?.isAsked != true, ContinuousClock.now < guardLimit { usleep(500) }
+        while database.follower.stepAside?.isAsked != true, ContinuousClock.now < guardLimit { usleep(500) }
     }
 
     @Test("a file left in rollback-journal mode by a process that died while replacing it (after leaving WAL mode): the database with readers reopens it in WAL mode, and its readers read beside the writer")

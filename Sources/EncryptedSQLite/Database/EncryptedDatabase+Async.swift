@@ -25,19 +25,19 @@ extension EncryptedDatabase {
             await Task.yield()
             return value
         }
-        return try await run(on: readers == nil ? writerQueue : queue) { try self.read(body) }
+        return try await run(on: readers == nil ? writer.queue : queue) { try self.read(body) }
     }
 
     /// `write(_:)` for Swift concurrency.
     /// - Throws: as `write(_:)`.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await enqueueWrite(body)
+        try await writer.enqueue(body, through: { work in try self.write(work) })
     }
 
     /// `writeWithoutTransaction(_:)` for Swift concurrency.
     /// - Throws: as `writeWithoutTransaction(_:)`.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await run(on: writerQueue) { try self.writeWithoutTransaction(body) }
+        try await run(on: writer.queue) { try self.writeWithoutTransaction(body) }
     }
 
     /// The continuation is resumed exactly once, by the queued work. It is the checked form: with

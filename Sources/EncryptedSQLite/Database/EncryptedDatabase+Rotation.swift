@@ -1,7 +1,3 @@
-import Foundation
-import KeyConfiguration
-import SQLCipherConnection
-
 extension EncryptedDatabase {
     // MARK: Rotation
 
@@ -9,12 +5,18 @@ extension EncryptedDatabase {
     /// ``OpenOptions/rotateToCurrentKey`` off, or to rotate a running process's file after a key
     /// was appended to its Keys file or provider).
     ///
+    /// ```swift
+    /// if let rotation = try database.rotateToCurrentKey() {
+    ///     print("rotated from \(rotation.fromKeyID) to \(rotation.toKeyID)")
+    /// }
+    /// ```
+    ///
     /// Reads the key list again first (from the Keys file or provider the database was opened
     /// with). Holds the writer and drains the reader pool: readers in use finish, all readers are
     /// closed, and after the rotation they reopen keyed with the new key only. Other processes
     /// that have the file open follow the rotation by themselves. When another process rotated the
     /// file meanwhile, this one follows that rotation instead (rotating further only if the file
-    /// is still not on the current key).
+    /// is still not on the current key). A background rotation running is abandoned.
     /// - Returns: the rotation, or `nil` when the file was already on the current key (or another
     ///   process rotated it).
     /// - Throws: ``EncryptedDatabaseError`` as for opening; on failure the database stays usable
@@ -22,50 +24,47 @@ extension EncryptedDatabase {
     ///   rotation stands and its error is thrown.
     @discardableResult
     public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
-        writerLock.lock()
-        defer { writerLock.unlock() }
-        let keys = try source.load(path: path, afterRotationElsewhere: false)
-        keysLock.withLock { currentKeys = keys }
-        abandonBackgroundRotation(reason: "rotateToCurrentKey() rotated the file in the foreground")
-        return try rotateWithWriterLock(keys: keys, fallbackReason: nil)
+        try follower.rotateToCurrentKey()
     }
 
-    /// ``rotateToCurrentKey()``'s work, with `writerLock` held and `keys` read: follows a
-    /// rotation made elsewhere, or rotates the file to `keys.current` with the ``RotationPlan``.
-    /// `fallbackReason` is recorded in the report of a background rotation that fell back to it.
-    func rotateWithWriterLock(keys: KeyList, fallbackReason: String?) throws(EncryptedDatabaseError) -> RotationReport? {
-        if !writerReadsFile {
-            // Another process rotated the file: follow it (which rotates if still needed).
-            try catchUp(operation: "rotateToCurrentKey")
-            return currentReport.rotation
+    /// ``rotateToCurrentKey()`` for Swift concurrency: the rotation runs on a thread of the
+    /// database's own, and the task waits suspended, so no thread of the cooperative pool is held
+    /// for the whole rewrite.
+    ///
+    /// ```swift
+    /// let rotation = try await database.rotateToCurrentKey()
+    /// ```
+    /// - Throws: as ``rotateToCurrentKey()``.
+    @discardableResult
+    public func rotateToCurrentKey() async throws(EncryptedDatabaseError) -> RotationReport? {
+        let result: Result<RotationReport?, EncryptedDatabaseError> = await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: Result { () throws(EncryptedDatabaseError) in try self.follower.rotateToCurrentKey() }) }
         }
-        guard !keys.isCurrent(writerKey) else { return nil }
-        readers?.drain()
-        // Rotate on the connection as the open's rotation gets it: without the setup's foreign keys.
-        try? writer.execute("PRAGMA foreign_keys = OFF")
-        let (rotated, plain): (Connection, RotationReport)
-        do {
-            (rotated, plain) = try DatabaseOpener(path: path, keys: keys, options: options, stepAside: stepAside).rotate(writer, from: writerKey)
-        } catch {
-            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-            if case .changedByAnotherProcess = error {
-                try catchUp(operation: "rotateToCurrentKey")
-                return currentReport.rotation
-            }
-            // The rotation closed the writer; reopen it on the old key, which still opens the file.
-            if let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
-                try? setup.run(on: reopened)
-                writer = reopened
-            }
-            throw error
-        }
-        var rotation = plain
-        rotation.fallbackReason = fallbackReason
-        writer = rotated
-        writerKey = keys.current
-        currentReport = currentReport.with(rotation: rotation)
-        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-        try setup.runOnWriter(rotated, path: path)
-        return rotation
+        return try result.get()
+    }
+
+    /// The rotation running (or last run) in the background: started by the open with
+    /// ``OpenOptions/backgroundRotation``, or by ``rotateInBackground()``; `nil` when none was.
+    public var backgroundRotation: BackgroundRotation? { follower.backgroundSlot.rotation }
+
+    /// Rotates the file to the current key in the background while the database serves (as
+    /// ``OpenOptions/backgroundRotation`` does at the open): for a running service after a key
+    /// was appended to its Keys file or provider.
+    ///
+    /// ```swift
+    /// if let rotation = try database.rotateInBackground() {
+    ///     let report = try await rotation.result()
+    /// }
+    /// ```
+    ///
+    /// Reads the key list again first. Returns the rotation already running if there is one. The
+    /// rotation keeps the database open until it ends.
+    /// - Returns: the rotation, or `nil` when the file is already on the current key.
+    /// - Throws: ``EncryptedDatabaseError/keyUnavailable(path:reason:)`` when the key list cannot
+    ///   be read again. Failures of the rotation itself are reported by the returned
+    ///   ``BackgroundRotation``.
+    @discardableResult
+    public func rotateInBackground() throws(EncryptedDatabaseError) -> BackgroundRotation? {
+        try follower.rotateInBackground(owner: self)
     }
 }

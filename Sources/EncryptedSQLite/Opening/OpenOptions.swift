@@ -10,8 +10,11 @@ public struct OpenOptions: Sendable {
     /// Open read-only. A file on an older key is then reported with
     /// ``EncryptedDatabaseError/rotationNeeded(path:openedWith:currentKeyID:)`` instead of rotated.
     public var readOnly: Bool
-    /// Rotate a file opened with an older key to the current key before handing it out (default).
-    /// When off, the database opens on whichever key opened it.
+    /// Rotate a file opened with an older key to the current key (default): before handing it out,
+    /// or with ``backgroundRotation``, in the background while it serves. When off, the database
+    /// opens on whichever key opened it and does not rotate at all, in the background neither:
+    /// ``backgroundRotation`` is then ignored. Rotate later with
+    /// ``EncryptedDatabase/rotateToCurrentKey()`` or ``EncryptedDatabase/rotateInBackground()``.
     public var rotateToCurrentKey: Bool
     /// How long to wait for another connection's lock before failing as busy.
     public var busyTimeout: Duration
@@ -55,7 +58,8 @@ public struct OpenOptions: Sendable {
     /// short lock. It needs free space for a second copy of the file. When another process has the
     /// file open, or the rotation changes cipher settings, it runs as an ordinary rotation instead
     /// (``RotationReport/fallbackReason`` says why). Follow it with
-    /// ``EncryptedDatabase/backgroundRotation`` (<doc:KeyRotation>).
+    /// ``EncryptedDatabase/backgroundRotation`` (<doc:KeyRotation>). Ignored when
+    /// ``rotateToCurrentKey`` is off (nothing rotates at the open) or with ``readOnly``.
     public var backgroundRotation = false
     /// Let async writes that wait for the writer at the same moment share one transaction and one
     /// commit (default `true`): while one commit waits for the disk, the writes that arrive queue
@@ -90,6 +94,10 @@ public struct OpenOptions: Sendable {
     public var prepareConnection: (@Sendable (Connection) throws -> Void)?
 
     /// Options with the defaults described on each property.
+    ///
+    /// ```swift
+    /// let options = OpenOptions(concurrentReaders: 4, backgroundRotation: true, logger: logger)
+    /// ```
     public init(
         createIfMissing: Bool = false,
         readOnly: Bool = false,
@@ -99,6 +107,9 @@ public struct OpenOptions: Sendable {
         rotationStrategy: RotationStrategy = .automatic,
         rotationThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
         concurrentReaders: Int = 0,
+        backgroundRotation: Bool = false,
+        foreignKeys: Bool = true,
+        groupCommit: Bool = true,
         logger: Logger = Logger(label: "EncryptedSQLite", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.createIfMissing = createIfMissing
@@ -108,6 +119,9 @@ public struct OpenOptions: Sendable {
         self.verification = verification
         self.rotationStrategy = rotationStrategy
         self.concurrentReaders = concurrentReaders
+        self.backgroundRotation = backgroundRotation
+        self.foreignKeys = foreignKeys
+        self.groupCommit = groupCommit
         self.logger = logger
         self.rotationThreads = rotationThreads
     }

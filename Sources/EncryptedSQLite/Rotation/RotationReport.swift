@@ -6,7 +6,8 @@ public struct RotationReport: Sendable, Equatable, Codable {
     public let toKeyID: String
     /// The journal mode during the rotation (`delete`, `wal`, …).
     public let journalMode: String
-    /// The file size in bytes.
+    /// The database file's size in bytes, as the rotation found it (a background rotation reads it
+    /// when it copies the last pages; its copy's own size is ``BackgroundRotationFigures/temporaryBytes``).
     public let bytes: Int64
     /// Rewriting every page with the new key (in place, or the export into the new file).
     public let rekeyDuration: Duration

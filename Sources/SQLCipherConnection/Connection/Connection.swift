@@ -114,7 +114,7 @@ public final class Connection {
     /// `PRAGMA query_only` on until the read ends, so SQLite refuses any write with
     /// `SQLITE_READONLY`. Setting `query_only` expires every prepared statement of the connection,
     /// so reads that only read no longer pay for it.
-    package var readsOnly = false {
+    private(set) var readsOnly = false {
         didSet {
             guard !readsOnly, queryOnlyOn else { return }
             queryOnlyOn = false
@@ -178,6 +178,20 @@ public final class Connection {
         }
         defer { probe.reset() }
         try probe.step()
+    }
+
+    /// Runs `body` with this connection lent to a read: a statement that may write fails with
+    /// `SQLITE_READONLY` (`PRAGMA query_only` is turned on when the first such statement starts,
+    /// and off again when `body` returns), while reads pay nothing for the guard.
+    ///
+    /// ```swift
+    /// let count = try writer.readingOnly { db in try db.queryValue("SELECT count(*) FROM t", as: Int.self) }
+    /// ```
+    /// - Throws: whatever `body` throws, or ``SQLiteError`` (code `readOnly`) when it tries to write.
+    package func readingOnly<T>(_ body: (Connection) throws -> T) rethrows -> T {
+        readsOnly = true
+        defer { readsOnly = false }
+        return try body(self)
     }
 
     /// Turns `PRAGMA query_only` on for the rest of a read (see ``readsOnly``).

@@ -42,10 +42,15 @@ private final class ValueBox<T>: @unchecked Sendable {
     var value: T?
 }
 
-extension EncryptedDatabase {
-    /// The async `write(_:)`: queues the closure for the writer queue, where it runs alone or, with
-    /// ``OpenOptions/groupCommit``, in one transaction with the other writes waiting then.
-    func enqueueWrite<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+/// The database's own write: runs its argument in an `IMMEDIATE` transaction on the writer, one
+/// caller at a time, following a rotation made elsewhere (`EncryptedDatabase.write(_:)`).
+typealias WriteTransaction = @Sendable (_ body: (Connection) throws -> Void) throws -> Void
+
+extension SerializedWriter {
+
+    /// The async `write(_:)`: queues the closure for the writer queue, where it runs through `write`
+    /// alone or, with ``OpenOptions/groupCommit``, in one transaction with the other writes waiting then.
+    func enqueue<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T, through write: @escaping WriteTransaction) async throws -> T {
         // Checked, as in `run(on:_:)`: ThreadSanitizer does not see the unchecked form's ordering.
         try await withCheckedThrowingContinuation { continuation in
             let box = ValueBox<T>()
@@ -54,13 +59,13 @@ extension EncryptedDatabase {
                 finish: { error in
                     if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: box.value!) }
                 }))
-            writerQueue.async { self.drainWrites() }
+            queue.async { self.drainWrites(write) }
         }
     }
 
     /// On the writer queue: runs every write waiting now. One write runs as `write(_:)` runs it;
     /// several share one `IMMEDIATE` transaction, each in a savepoint of its own, and one commit.
-    private func drainWrites() {
+    private func drainWrites(_ write: @escaping WriteTransaction) {
         let writes = pendingWrites.takeAll()
         guard !writes.isEmpty else { return }
         guard writes.count > 1, groupCommit else {
@@ -74,7 +79,7 @@ extension EncryptedDatabase {
             }
             return
         }
-        runGroup(writes)
+        runGroup(writes, write)
     }
 
     /// Runs `writes` in one transaction. Each closure runs once, in a savepoint: when it throws,
@@ -84,7 +89,7 @@ extension EncryptedDatabase {
     /// with the commit's error. When SQLite ends the whole transaction during a closure (disk
     /// full, I/O error), the closures that ran before it get that error, and the ones that have
     /// not run yet go back to wait for the next drain.
-    private func runGroup(_ writes: [PendingWrite]) {
+    private func runGroup(_ writes: [PendingWrite], _ write: @escaping WriteTransaction) {
         pendingWrites.largestGroup.withLock { $0 = max($0, writes.count) }
         var outcomes = [(any Error)?](repeating: nil, count: writes.count)
         var ran = 0
@@ -114,7 +119,7 @@ extension EncryptedDatabase {
                 let notRun = Array(writes[(aborted.index + 1)...])
                 if !notRun.isEmpty {
                     pendingWrites.putBack(notRun)
-                    writerQueue.async { self.drainWrites() }
+                    queue.async { self.drainWrites(write) }
                 }
             } else {
                 // BEGIN failed (no closure ran) or COMMIT failed: no closure's changes stand.

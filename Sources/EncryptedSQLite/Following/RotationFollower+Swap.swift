@@ -4,10 +4,10 @@ import Foundation
 import KeyConfiguration
 import SQLCipherConnection
 
-extension EncryptedDatabase {
+extension RotationFollower {
     // MARK: Background rotation: the swap
 
-    /// With `writerLock` held: the last pages, the check, the swap. Every access waits meanwhile.
+    /// With the writer's lock held: the last pages, the check, the swap. Every access waits meanwhile.
     func swapWithWriterLock(_ copy: BackgroundCopy, keys: KeyList, from: ResolvedKey, figures: (steps: Int, longest: Duration, start: Stopwatch)) throws(EncryptedDatabaseError) -> StepOutcome {
         let pause = Stopwatch()
         var phases: [String] = []
@@ -18,13 +18,10 @@ extension EncryptedDatabase {
         var swapped = false
         defer {
             if !swapped {
-                if !writer.isClosed, writer.isInTransaction { try? writer.execute("ROLLBACK") }
+                if !writer.connection.isClosed, writer.connection.isInTransaction { try? writer.connection.execute("ROLLBACK") }
                 copy.discard()
-                if writer.isClosed, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writerKey) {
-                    try? setup.run(on: reopened)
-                    writer = reopened
-                }
-                readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
+                reopenWriterAfterFailure()
+                readers?.resume(keyedWith: ReaderPool.key(for: writer.key, path: path, options: options))
             }
         }
         func step<T>(_ operation: String, _ body: () throws -> T) throws(EncryptedDatabaseError) -> T {
@@ -41,9 +38,9 @@ extension EncryptedDatabase {
         defer { stepAside?.withdraw() }
         phase("others aside")
         // Every frame into the database file first, so that no -wal is left for the new file.
-        let journalMode = try step("reading the journal mode") { try writer.journalMode() }
+        let journalMode = try step("reading the journal mode") { try writer.connection.journalMode() }
         if journalMode == "wal" {
-            let busy = try step("checkpointing the WAL") { try writer.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
+            let busy = try step("checkpointing the WAL") { try writer.connection.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
             if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
         }
         phase("checkpoint")
@@ -58,14 +55,17 @@ extension EncryptedDatabase {
         let walIndex = journalMode == "wal" ? WALIndexHeader(databasePath: path) : nil
         defer { walIndex?.keepUntilExit() }  // unless closed below, once this process has no connection
         let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
-            try writer.execute("BEGIN")
-            let facts = try BackgroundCopy.Facts(writer)
+            try writer.connection.execute("BEGIN")
+            let facts = try BackgroundCopy.Facts(writer.connection)
             try copy.complete()
-            if journalMode == "wal" { try writer.execute("COMMIT") }
+            if journalMode == "wal" { try writer.connection.execute("COMMIT") }
             return facts
         }
         phase("last pages")
-        let bytes = FileSystem.size(of: copy.temporary) ?? 0
+        // The report's `bytes` is the database's size, as for every other rotation; the copy's own
+        // size goes into the background figures.
+        let bytes = FileSystem.size(of: path) ?? 0
+        let temporaryBytes = FileSystem.size(of: copy.temporary) ?? 0
         try copy.synchronize()
         phase("flush")
         let check: String? = switch options.verification {
@@ -80,8 +80,8 @@ extension EncryptedDatabase {
 
         let lease: SoleUseLease
         switch SoleUse.prove(path, closing: {
-            if writer.isInTransaction { try? writer.execute("ROLLBACK") }
-            writer.close()
+            if writer.connection.isInTransaction { try? writer.connection.execute("ROLLBACK") }
+            writer.connection.close()
         }) {
         case .held(let held): lease = held
         case .inUse(let why): return .fellBack(reason: why)
@@ -135,17 +135,15 @@ extension EncryptedDatabase {
         if journalMode == "wal", (try? opened.journalMode()) != "wal" {
             _ = try? opened.queryValue("PRAGMA journal_mode = WAL", as: String.self)
         }
-        writer = opened
-        writerKey = to
-        readers?.resume(keyedWith: Self.readerKey(for: to, path: path, options: options))
-        phase("reopened")
         var report = RotationReport(
             fromKeyID: from.id, toKeyID: to.id, journalMode: journalMode, bytes: bytes, rekeyDuration: figures.start.elapsed,
             verifyDuration: verifyDuration, verification: check == nil ? .schema : options.verification,
             totalDuration: figures.start.elapsed, method: .backgroundCopy)
         report.background = BackgroundRotationFigures(
-            steps: figures.steps, longestStep: figures.longest, swapPause: pause.elapsed, copyDuration: figures.start.elapsed, temporaryBytes: bytes)
-        currentReport = currentReport.with(rotation: report)
+            steps: figures.steps, longestStep: figures.longest, swapPause: pause.elapsed, copyDuration: figures.start.elapsed, temporaryBytes: temporaryBytes)
+        writer.swap(to: opened, key: to, report: writer.report.with(rotation: report))
+        readers?.resume(keyedWith: ReaderPool.key(for: to, path: path, options: options))
+        phase("reopened")
         do {
             try setup.runOnWriter(opened, path: path)
         } catch {

@@ -4,15 +4,15 @@ import Foundation
 import KeyConfiguration
 import SQLCipherConnection
 
-/// The background rotation an ``EncryptedDatabase`` runs, and the copy it is writing.
+/// The background rotation a ``RotationFollower`` runs, and the copy it is writing.
 final class BackgroundRotationSlot: @unchecked Sendable {
     private let lock = NSLock()
     // Invariant: only touched with `lock` held.
     private var current: BackgroundRotation?
-    /// The copy being written. Invariant: only touched with the database's `writerLock` held.
+    /// The copy being written. Invariant: only touched with the writer's lock held.
     var copy: BackgroundCopy?
     /// The files background rotations replaced, each cut down to its zeroed first page and locked
-    /// (see the swap), closed with the database. Invariant: only touched with `writerLock` held.
+    /// (see the swap), closed with the database. Invariant: only touched with the writer's lock held.
     var replacedFiles: [ReplacedFile] = []
 
     var rotation: BackgroundRotation? {
@@ -21,56 +21,42 @@ final class BackgroundRotationSlot: @unchecked Sendable {
     }
 }
 
-extension EncryptedDatabase {
+extension RotationFollower {
     // MARK: Background rotation
 
-    /// The rotation running (or last run) in the background: started by the open with
-    /// ``OpenOptions/backgroundRotation``, or by ``rotateInBackground()``; `nil` when none was.
-    public var backgroundRotation: BackgroundRotation? { backgroundSlot.rotation }
-
-    /// Rotates the file to the current key in the background while the database serves (as
-    /// ``OpenOptions/backgroundRotation`` does at the open): for a running service after a key
-    /// was appended to its Keys file or provider.
-    ///
-    /// ```swift
-    /// if let rotation = try database.rotateInBackground() {
-    ///     let report = try await rotation.result()
-    /// }
-    /// ```
-    ///
-    /// Reads the key list again first. Returns the rotation already running if there is one.
-    /// - Returns: the rotation, or `nil` when the file is already on the current key.
-    /// - Throws: ``EncryptedDatabaseError/keyUnavailable(path:reason:)`` when the key list cannot
-    ///   be read again. Failures of the rotation itself are reported by the returned
-    ///   ``BackgroundRotation``.
-    @discardableResult
-    public func rotateInBackground() throws(EncryptedDatabaseError) -> BackgroundRotation? {
-        writerLock.lock()
-        defer { writerLock.unlock() }
-        if let running = backgroundSlot.rotation, !running.state.isFinal { return running }
-        let keys = try source.load(path: path, afterRotationElsewhere: false)
-        keysLock.withLock { currentKeys = keys }
-        guard !keys.isCurrent(writerKey) else { return nil }
-        return startBackgroundRotationWithWriterLock(keys: keys)
+    /// `EncryptedDatabase.rotateInBackground()`: reads the key list again and starts the rotation,
+    /// unless one runs already (returned) or the file is on the current key (`nil`). `owner` is kept
+    /// alive until the rotation ends.
+    /// - Throws: ``EncryptedDatabaseError/keyUnavailable(path:reason:)`` when the key list cannot be read.
+    func rotateInBackground(owner: any AnyObject & Sendable) throws(EncryptedDatabaseError) -> BackgroundRotation? {
+        try writer.withLock { () throws(EncryptedDatabaseError) -> BackgroundRotation? in
+            if let running = backgroundSlot.rotation, !running.state.isFinal { return running }
+            let keys = try source.load(path: path, afterRotationElsewhere: false)
+            self.keys.withLock { $0 = keys }
+            guard !keys.isCurrent(writer.key) else { return nil }
+            return startBackgroundRotationWithWriterLock(keys: keys, owner: owner)
+        }
     }
 
     /// Starts the background rotation of a database just opened on an older key.
-    func startBackgroundRotation(keys: KeyList) {
-        writerLock.withLock { _ = startBackgroundRotationWithWriterLock(keys: keys) }
+    func startBackgroundRotation(keys: KeyList, owner: any AnyObject & Sendable) {
+        writer.withLock { _ = startBackgroundRotationWithWriterLock(keys: keys, owner: owner) }
     }
 
-    private func startBackgroundRotationWithWriterLock(keys: KeyList) -> BackgroundRotation {
-        let rotation = BackgroundRotation(path: path, fromKeyID: writerKey.id, toKeyID: keys.currentID)
+    private func startBackgroundRotationWithWriterLock(keys: KeyList, owner: any AnyObject & Sendable) -> BackgroundRotation {
+        let rotation = BackgroundRotation(path: path, fromKeyID: writer.key.id, toKeyID: keys.currentID)
         backgroundSlot.rotation = rotation
-        logger.notice("rotating database key in the background", metadata: ["path": "\(path)", "from": "\(writerKey.id)", "to": "\(keys.currentID)"])
+        logger.notice("rotating database key in the background", metadata: ["path": "\(path)", "from": "\(writer.key.id)", "to": "\(keys.currentID)"])
         // The thread holds the database until the rotation ends.
-        let thread = Thread { self.runBackgroundRotation(rotation, keys: keys) }
+        let thread = Thread {
+            withExtendedLifetime(owner) { self.runBackgroundRotation(rotation, keys: keys) }
+        }
         thread.name = "EncryptedSQLite.backgroundRotation"
         thread.start()
         return rotation
     }
 
-    /// With `writerLock` held: ends the background rotation that is copying, discarding its copy
+    /// With the writer's lock held: ends the background rotation that is copying, discarding its copy
     /// (another rotation is about to change the file or the writer).
     func abandonBackgroundRotation(reason: String) {
         guard let rotation = backgroundSlot.rotation, !rotation.state.isFinal else { return }
@@ -78,13 +64,6 @@ extension EncryptedDatabase {
         backgroundSlot.copy = nil
         logger.notice("background rotation abandoned", metadata: ["path": "\(path)", "reason": "\(reason)"])
         rotation.update(.abandoned(reason: reason))
-    }
-
-    /// Runs `body` holding `writerLock`, with its typed error.
-    func withWriterLock<T>(_ body: () throws(EncryptedDatabaseError) -> T) throws(EncryptedDatabaseError) -> T {
-        writerLock.lock()
-        defer { writerLock.unlock() }
-        return try body()
     }
 
     /// Why a rotation from `from` to `to` cannot be copied in the background, or `nil`.
@@ -110,7 +89,7 @@ extension EncryptedDatabase {
     private func runBackgroundRotation(_ rotation: BackgroundRotation, keys: KeyList) {
         let start = Stopwatch()
         let to = keys.current
-        let from = writerLock.withLock { writerKey }
+        let from = writer.withLock { writer.key }
         let outcome: BackgroundRotation.State
         let spaceShortfall = RotationContext.spaceShortfall(bytes: FileSystem.size(of: path) ?? 0, in: FileSystem.folder(of: path), for: "a second copy of the file")
         if let reason = Self.backgroundIneligibility(from: from, to: to) ?? spaceShortfall {
@@ -120,10 +99,10 @@ extension EncryptedDatabase {
                 outcome = try copyAndSwap(rotation, keys: keys, from: from, since: start)
             } catch {
                 // The copy is of no use now: end it and remove it.
-                let rotatedElsewhere = writerLock.withLock { () -> Bool in
+                let rotatedElsewhere = writer.withLock { () -> Bool in
                     backgroundSlot.copy?.discard()
                     backgroundSlot.copy = nil
-                    return !writer.isClosed && !writerReadsFile
+                    return !writer.connection.isClosed && !writerReadsFile
                 }
                 if rotatedElsewhere {
                     outcome = .abandoned(reason: "another process rotated the file")
@@ -143,9 +122,9 @@ extension EncryptedDatabase {
     private func fallBack(_ rotation: BackgroundRotation, keys: KeyList, reason: String) -> BackgroundRotation.State {
         logger.notice("background rotation not possible; rotating in the foreground", metadata: ["path": "\(path)", "reason": "\(reason)"])
         do {
-            return try withWriterLock { () throws(EncryptedDatabaseError) -> BackgroundRotation.State in
+            return try writer.withLock { () throws(EncryptedDatabaseError) -> BackgroundRotation.State in
                 guard !rotation.state.isFinal else { return rotation.state }
-                guard let report = try rotateWithWriterLock(keys: keys, fallbackReason: reason) ?? currentReport.rotation else {
+                guard let report = try rotate(keys: keys, fallbackReason: reason) ?? writer.report.rotation else {
                     return .abandoned(reason: "the file was already on the current key")
                 }
                 return .finished(report)
@@ -177,11 +156,11 @@ extension EncryptedDatabase {
         while true {
             // The time the step holds the lock, not the time it waited for it.
             var elapsed = Duration.zero
-            let outcome: StepOutcome = try withWriterLock { () throws(EncryptedDatabaseError) -> StepOutcome in
+            let outcome: StepOutcome = try writer.withLock { () throws(EncryptedDatabaseError) -> StepOutcome in
                 let held = Stopwatch()
                 defer { elapsed = held.elapsed }
                 guard !rotation.state.isFinal else { return .ended }
-                guard writerKey.id == from.id, !writer.isClosed else {
+                guard writer.key.id == from.id, !writer.connection.isClosed else {
                     copy.discard()
                     backgroundSlot.copy = nil
                     return .ended
@@ -191,7 +170,7 @@ extension EncryptedDatabase {
                     return .ended
                 }
                 if !started {
-                    try copy.attach(to: writer)
+                    try copy.attach(to: writer.connection)
                     backgroundSlot.copy = copy
                     started = true
                 }
@@ -223,7 +202,7 @@ extension EncryptedDatabase {
                 // lock, while the database serves, and in steps (see `ReplacedFile`). Its zeroed
                 // first page and its locks stay until the database is closed.
                 replaced.shrink()
-                writerLock.withLock { backgroundSlot.replacedFiles.append(replaced) }
+                writer.withLock { backgroundSlot.replacedFiles.append(replaced) }
                 return .finished(report)
             case .fellBack(let reason):
                 return fallBack(rotation, keys: keys, reason: reason)
@@ -234,7 +213,7 @@ extension EncryptedDatabase {
                 if total - left + Int(pages) < copiedBefore {
                     restarts += 1
                     if restarts >= Self.maximumRestarts {
-                        writerLock.withLock {
+                        writer.withLock {
                             copy.discard()
                             backgroundSlot.copy = nil
                         }

@@ -1,57 +1,6 @@
 import DurableFiles
 import Foundation
 
-extension EncryptedDatabase {
-    // MARK: Stepping aside while another process replaces the file
-
-    /// At the start of a pooled read, without `writerLock`: when another process is about to
-    /// replace the file (an export: encrypting, upgrading, changing cipher settings), closes every
-    /// connection, waits until the new file is in place, and opens it (``StepAsideLock``). The
-    /// access then runs on the new file; it never reaches the replaced one. Also called by the
-    /// ``StepAsideWatcher`` for a database that has no access running.
-    /// - Throws: ``EncryptedDatabaseError`` when the new file cannot be opened (as when following
-    ///   a rotation made elsewhere).
-    func stepAsideIfAsked() throws(EncryptedDatabaseError) {
-        guard let stepAside, stepAside.isAsked || steppedAside.withLock({ $0 }) else { return }
-        try withWriterLock { () throws(EncryptedDatabaseError) in try stepAsideWithWriterLock() }
-    }
-
-    /// With `writerLock` held, at the start of every access that uses the writer: steps aside
-    /// when asked, and opens the file again when the writer was left closed (a step aside or a
-    /// rotation whose reopening failed: the access then retries it). So no access ever reaches a
-    /// closed connection, whichever thread closed it.
-    /// - Throws: ``EncryptedDatabaseError`` when the file cannot be opened again.
-    func readyWriter(operation: String) throws(EncryptedDatabaseError) {
-        try stepAsideWithWriterLock()
-        if writer.isClosed { try catchUp(operation: operation) }
-    }
-
-    /// ``stepAsideIfAsked()``'s work, with `writerLock` held.
-    private func stepAsideWithWriterLock() throws(EncryptedDatabaseError) {
-        guard let stepAside else { return }
-        if stepAside.isAsked {
-            abandonBackgroundRotation(reason: "another process is replacing the file")
-            readers?.drain()
-            writer.close()
-            steppedAside.withLock { $0 = true }
-            stepAside.leave()
-            logger.notice("stepping aside: another process is replacing the database file", metadata: ["path": "\(path)"])
-            stepAside.enter()
-        }
-        guard steppedAside.withLock({ $0 }) else { return }
-        // The writer is closed: `catchUp` opens the file as it is now (rotating it if needed).
-        do {
-            try catchUp(operation: "stepping aside")
-        } catch {
-            // Readers keyed with the old key fail, and each access tries to open the file again.
-            readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-            throw error
-        }
-        steppedAside.withLock { $0 = false }
-        readers?.resume(keyedWith: Self.readerKey(for: writerKey, path: path, options: options))
-    }
-}
-
 /// The thread that makes idle databases step aside: a database steps aside at the start of its
 /// next access, and this thread, which checks every open database's ``StepAsideLock`` every 20
 /// ms (one `fcntl` each), starts that work for a database that has none running. So a process
@@ -65,10 +14,10 @@ final class StepAsideWatcher: @unchecked Sendable {
 
     private final class Entry: Sendable {
         // Read without the watcher's lock: loading it makes a strong reference.
-        nonisolated(unsafe) weak var database: EncryptedDatabase?
+        nonisolated(unsafe) weak var database: RotationFollower?
         /// `true` while a step aside started for it runs.
         let busy = Locked(false)
-        init(_ database: EncryptedDatabase) { self.database = database }
+        init(_ database: RotationFollower) { self.database = database }
     }
 
     private let lock = NSLock()
@@ -79,10 +28,10 @@ final class StepAsideWatcher: @unchecked Sendable {
 
     /// For tests: called on the watcher's thread with each open database it checks, while it
     /// holds that database (and not its lock).
-    static let checking = Locked<(@Sendable (EncryptedDatabase) -> Void)?>(nil)
+    static let checking = Locked<(@Sendable (RotationFollower) -> Void)?>(nil)
 
     /// Watches `database` until it is closed.
-    func watch(_ database: EncryptedDatabase) {
+    func watch(_ database: RotationFollower) {
         let entry = Entry(database)
         let start: Bool = lock.withLock {
             entries[ObjectIdentifier(database)] = entry

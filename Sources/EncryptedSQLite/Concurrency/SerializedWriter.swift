@@ -1,0 +1,65 @@
+import Foundation
+import KeyConfiguration
+import SQLCipherConnection
+
+/// The database's one writer connection, used by one caller at a time, with the key it is on and
+/// the report of the open (or rotation) that produced it.
+///
+/// It owns the lock every access to the writer takes, the queue its async writes run on and the
+/// writes waiting there (``enqueue(_:through:)``, group commit). ``swap(to:key:report:)`` is the
+/// only way to change its connection and key: that is where a rotation, made here or by another
+/// process, hands the database a new file, so every such change goes through one place.
+///
+/// ```swift
+/// let value = try writer.withLock { try writer.connection.queryValue("SELECT 1", as: Int.self) }
+/// ```
+final class SerializedWriter: @unchecked Sendable {
+    // Invariant: `connection`, `key`, `report` and `isShutDown` are only touched with `lock` held.
+    private let lock = NSLock()
+    /// The writer connection (closed while the database stands aside or after a failed reopen).
+    private(set) var connection: Connection
+    /// The key `connection` was opened with: the key the file is on.
+    private(set) var key: ResolvedKey
+    /// What the open that produced `connection` did (and the last rotation since).
+    private(set) var report: OpenReport
+    /// `true` once the database was closed: nothing may open the file for it again.
+    private(set) var isShutDown = false
+    /// The one thread async writes (and async reads without a reader pool) run on.
+    let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase.writer")
+    /// Async writes waiting for `queue`.
+    let pendingWrites = PendingWrites()
+    /// Whether waiting async writes share one transaction (``OpenOptions/groupCommit``).
+    let groupCommit: Bool
+
+    init(connection: Connection, key: ResolvedKey, report: OpenReport, groupCommit: Bool) {
+        self.connection = connection
+        self.key = key
+        self.report = report
+        self.groupCommit = groupCommit
+    }
+
+    /// Runs `body` holding the writer's lock, with its typed error.
+    func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// With the lock held: the writer goes on with `connection`, opened with `key`; `report`, when
+    /// given, replaces the report. The connection it had is closed unless it is the same one. The
+    /// only place the writer's connection or key changes.
+    func swap(to connection: Connection, key: ResolvedKey, report: OpenReport? = nil) {
+        if connection !== self.connection, !self.connection.isClosed { self.connection.close() }
+        self.connection = connection
+        self.key = key
+        if let report { self.report = report }
+    }
+
+    /// Closes the connection for good (the database's `deinit`): no later access reopens it.
+    func shutDown() {
+        withLock {
+            isShutDown = true
+            connection.close()
+        }
+    }
+}
