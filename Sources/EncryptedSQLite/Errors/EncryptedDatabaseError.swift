@@ -10,6 +10,15 @@ import SQLCipherConnection
 /// Each case names the file, and where keys are involved the key ids; none ever contains key
 /// material. ``description`` says what happened and what to do; ``category`` groups the cases for
 /// programs that map them to exit codes or retries.
+///
+/// ```swift
+/// do {
+///     _ = try EncryptedDatabase(path: "app.sqlite", keysFile: "Keys")
+/// } catch let error as EncryptedDatabaseError {
+///     if case .noKeyOpens(let path, let tried, _) = error { print("no key of \(tried) opens \(path)") }
+///     print(error.description)  // names the file and key ids, never key material
+/// }
+/// ```
 public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No file exists at the path, and creating one was not allowed.
     case fileNotFound(path: String)

@@ -101,6 +101,14 @@ public struct DatabaseSelection: Sendable, Equatable {
 }
 
 /// Why a ``DatabaseSelection`` resolved to no database.
+///
+/// ```swift
+/// do {
+///     _ = try DatabaseSelection(paths: []).databases(inKeysFileAt: "Keys")
+/// } catch let error as DatabaseSelectionError where error == .nothingSelected {
+///     print("name a database or ask for all of them")
+/// }
+/// ```
 public enum DatabaseSelectionError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The selection names no path and does not ask for every database.
     case nothingSelected

@@ -2,6 +2,12 @@ import Foundation
 import KeyConfiguration
 
 /// One database's state in a ``FleetInspection``, or why it could not be read.
+///
+/// ```swift
+/// for outcome in report.outcomes {
+///     print(outcome.path, outcome.state?.openedWithKeyID ?? outcome.failure?.description ?? "")
+/// }
+/// ```
 public struct FleetInspectionOutcome: Sendable {
     /// The database path.
     public let path: String
@@ -22,6 +28,11 @@ public struct FleetInspectionOutcome: Sendable {
 }
 
 /// The result of a ``FleetInspection``: every database's state or failure, in the order given.
+///
+/// ```swift
+/// let report = FleetInspection(databases: FleetDatabase.all(in: keysFile), jobs: 4).run()
+/// print("\(report.needingRotation) of \(report.outcomes.count) need rotation")
+/// ```
 public struct FleetInspectionReport: Sendable {
     /// The outcomes, in the order the databases were given.
     public let outcomes: [FleetInspectionOutcome]

@@ -4,6 +4,12 @@ import KeyConfiguration
 
 /// One database of a fleet, with its key list or the reason its key list could not be built (a
 /// fleet run reports that file as failed and goes on with the others).
+///
+/// ```swift
+/// let keysFile = try KeysFile.load(path: "Keys")
+/// let one = FleetDatabase.named("/srv/tenants/a.sqlite", in: keysFile)
+/// let report = FleetRotation(databases: [one]).run()
+/// ```
 public struct FleetDatabase: Sendable {
     /// The database path.
     public let path: String
@@ -55,6 +61,12 @@ public struct FleetDatabase: Sendable {
 }
 
 /// Why one database of a fleet failed.
+///
+/// ```swift
+/// for (path, failure) in report.failures {
+///     print("\(path): \(failure.kind): \(failure.reason)")
+/// }
+/// ```
 public enum FleetFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Its key list could not be built.
     case keys(KeyConfigurationError)
@@ -100,6 +112,14 @@ public enum FleetFailure: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What happened to one database of a fleet.
+///
+/// ```swift
+/// switch outcome.result {
+/// case .rotated(let report): print("rotated to \(report.currentKeyID)")
+/// case .alreadyCurrent, .checked: break
+/// case .failed(let failure): print(failure)
+/// }
+/// ```
 public enum FleetResult: Sendable {
     /// It was on an older key (or plaintext, or other settings) and is now on the current key.
     case rotated(OpenReport)
@@ -129,6 +149,12 @@ public enum FleetResult: Sendable {
 }
 
 /// One database's result, with its size and how long it took.
+///
+/// ```swift
+/// let report = FleetRotation(databases: FleetDatabase.all(in: keysFile)).run { _, outcome in
+///     print("\(outcome.path): \(outcome.result.label) in \(outcome.duration)")
+/// }
+/// ```
 public struct FleetOutcome: Sendable {
     /// The database path.
     public let path: String
@@ -141,6 +167,12 @@ public struct FleetOutcome: Sendable {
 }
 
 /// Where a fleet run stands, passed to the progress callback after each database.
+///
+/// ```swift
+/// _ = FleetRotation(databases: databases, jobs: 4).run { progress, _ in
+///     print("\(progress.done)/\(progress.total), \(progress.failed) failed")
+/// }
+/// ```
 public struct FleetProgress: Sendable {
     /// Databases finished so far.
     public let done: Int
@@ -172,6 +204,11 @@ public struct FleetProgress: Sendable {
 }
 
 /// The result of a fleet run: every database's outcome, in the order given.
+///
+/// ```swift
+/// let report = FleetRotation(databases: FleetDatabase.all(in: keysFile), jobs: 4).run()
+/// if !report.succeeded { print("\(report.failures.count) databases failed") }
+/// ```
 public struct FleetReport: Sendable {
     /// The outcomes, in the order the databases were given.
     public let outcomes: [FleetOutcome]

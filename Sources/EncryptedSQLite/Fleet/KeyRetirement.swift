@@ -2,6 +2,10 @@ import Foundation
 import KeyConfiguration
 
 /// Where one file stands in a ``KeyRetirement`` check.
+///
+/// ```swift
+/// let stillOnIt = report.findings.filter { $0.status == .onRetiringKey }
+/// ```
 public enum KeyRetirementStatus: String, Sendable, Codable {
     /// The file opens with another key: it no longer needs the key being retired.
     case onOtherKey
@@ -15,6 +19,12 @@ public enum KeyRetirementStatus: String, Sendable, Codable {
 }
 
 /// One file of a ``KeyRetirement`` check.
+///
+/// ```swift
+/// for finding in report.blocking {
+///     print("\(finding.path): \(finding.status.rawValue)")
+/// }
+/// ```
 public struct KeyRetirementFinding: Sendable, Codable, Equatable {
     /// The file's path.
     public let path: String
@@ -27,6 +37,11 @@ public struct KeyRetirementFinding: Sendable, Codable, Equatable {
 }
 
 /// The result of a ``KeyRetirement`` check.
+///
+/// ```swift
+/// let report = KeyRetirement(keyID: "2024-01", databases: FleetDatabase.all(in: keysFile)).run()
+/// print(report.canRetire ? "2024-01 can go" : "\(report.blocking.count) files still need 2024-01")
+/// ```
 public struct KeyRetirementReport: Sendable, Codable, Equatable {
     /// The key id checked.
     public let keyID: String

@@ -9,6 +9,11 @@ import SQLCipherConnection
 /// The text is the database's content in the clear: treat it like a decrypted copy.
 /// Limits: virtual tables are written as their `CREATE VIRTUAL TABLE` statement only, and
 /// `sqlite_stat*` tables are left out (run `ANALYZE` after importing).
+///
+/// ```swift
+/// let database = try EncryptedDatabase(path: "app.sqlite", keysFile: "Keys")
+/// let sql = try database.read { db in try DatabaseDump.text(of: db) }  // plaintext: handle with care
+/// ```
 public enum DatabaseDump {
     /// Writes the dump of the database `connection` has open to `output`, line by line.
     /// - Throws: `SQLiteError` when a read fails.

@@ -5,6 +5,11 @@ import KeyConfiguration
 import SQLCipherConnection
 
 /// A database file's state, read without changing anything.
+///
+/// ```swift
+/// let state = try DatabaseInspection.state(path: "app.sqlite", keys: keys)
+/// if state.needsRotation { print("\(state.path) is on \(state.openedWithKeyID), not \(state.currentKeyID)") }
+/// ```
 public struct DatabaseState: Sendable, Equatable, Codable {
     /// The database path.
     public let path: String
@@ -51,6 +56,12 @@ public struct DatabaseState: Sendable, Equatable, Codable {
 /// ``EncryptedDatabase`` does), writes nothing through that connection, never rotates it, and
 /// leaves the database's folder as it found it: `-wal` and `-shm` files that a WAL-mode file
 /// needs while it is read are removed when done, unless they existed before.
+///
+/// ```swift
+/// let keys = try KeysFile.load(path: "Keys").keyList(forDatabase: "app.sqlite")
+/// let state = try DatabaseInspection.state(path: "app.sqlite", keys: keys)
+/// print(state.openedWithKeyID, state.needsRotation)
+/// ```
 public enum DatabaseInspection {
     /// Which key opens the file and its journal mode, page size and count, KDF iterations, size
     /// and other facts, without changing it.

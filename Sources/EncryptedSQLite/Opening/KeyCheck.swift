@@ -1,4 +1,9 @@
 /// The result of ``EncryptedDatabase/check(path:keys:busyTimeout:)``.
+///
+/// ```swift
+/// let check = try EncryptedDatabase.check(path: "app.sqlite", keys: keys)
+/// if check.needsRotation { print("on \(check.openedWithKeyID), current is \(check.currentKeyID)") }
+/// ```
 public struct KeyCheck: Sendable, Equatable {
     /// The database path.
     public let path: String

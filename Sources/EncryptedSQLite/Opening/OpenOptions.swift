@@ -3,6 +3,12 @@ import Foundation
 import Logging
 
 /// How ``EncryptedDatabase`` opens a file.
+///
+/// ```swift
+/// var options = OpenOptions(createIfMissing: true, concurrentReaders: 4, backgroundRotation: true)
+/// options.busyTimeout = .seconds(10)
+/// let database = try EncryptedDatabase(path: "app.sqlite", keysFile: "Keys", options: options)
+/// ```
 public struct OpenOptions: Sendable {
     /// Create the database, encrypted with the current key, when the file does not exist.
     /// Off by default, so that a mistyped path is an error and not a new empty database.

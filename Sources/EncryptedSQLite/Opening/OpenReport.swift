@@ -1,5 +1,11 @@
 /// What happened when a database was opened: which key opened it, what was tried, whether it was
 /// created or rotated, and how long each step took.
+///
+/// ```swift
+/// let database = try EncryptedDatabase(path: "app.sqlite", keysFile: "Keys")
+/// let report = database.report
+/// print("opened with \(report.openedWithKeyID) after \(report.attempts.count) attempts; rotated: \(report.rotated)")
+/// ```
 public struct OpenReport: Sendable, Equatable, Codable {
     /// One key tried on the file (see ``EncryptedSQLite/KeyAttempt``).
     public typealias KeyAttempt = EncryptedSQLite.KeyAttempt

@@ -1,4 +1,9 @@
 /// How a key-only rotation (same cipher settings, new key) rewrites the file.
+///
+/// ```swift
+/// var options = OpenOptions()
+/// options.rotationStrategy = .engineRekey  // SQLCipher's own rekey instead of page re-encryption
+/// ```
 public enum RotationStrategy: String, Sendable, Codable, CaseIterable {
     /// The library re-encrypts the pages itself, in parallel, in place, under the database's
     /// EXCLUSIVE lock and a rollback journal in SQLite's format, when the file allows it (HMAC on;
@@ -10,6 +15,10 @@ public enum RotationStrategy: String, Sendable, Codable, CaseIterable {
 }
 
 /// What a rotation checks before it reports success.
+///
+/// ```swift
+/// let options = OpenOptions(verification: .integrityCheck)  // slower, reads every page and index
+/// ```
 public enum RotationVerification: String, Sendable, Codable, CaseIterable {
     /// The schema can be read on a fresh connection with the new key (proves the key; cheap).
     case schema

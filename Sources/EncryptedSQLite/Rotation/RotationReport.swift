@@ -1,4 +1,10 @@
 /// What a rotation did and how long each step took.
+///
+/// ```swift
+/// if let rotation = try database.rotateToCurrentKey() {
+///     print("\(rotation.fromKeyID) -> \(rotation.toKeyID): \(rotation.bytes) bytes in \(rotation.totalDuration)")
+/// }
+/// ```
 public struct RotationReport: Sendable, Equatable, Codable {
     /// The key the file was on.
     public let fromKeyID: String
@@ -29,6 +35,12 @@ public struct RotationReport: Sendable, Equatable, Codable {
 
 /// How a background rotation (``OpenOptions/backgroundRotation``) shared the database with the
 /// service while it copied it.
+///
+/// ```swift
+/// if case .finished(let report) = database.backgroundRotation?.state, let figures = report.background {
+///     print("\(figures.steps) steps, longest \(figures.longestStep), swap paused writes for \(figures.swapPause)")
+/// }
+/// ```
 public struct BackgroundRotationFigures: Sendable, Equatable, Codable {
     /// The copy steps, each run under the database's writer lock.
     public let steps: Int
@@ -44,6 +56,12 @@ public struct BackgroundRotationFigures: Sendable, Equatable, Codable {
 }
 
 /// How a rotation rewrote the file.
+///
+/// ```swift
+/// if let rotation = database.report.rotation {
+///     print("rotated by \(rotation.method.name)")
+/// }
+/// ```
 public enum RotationMethod: String, Sendable, Codable {
     /// Pages re-encrypted in place by the library, in parallel, under the database's EXCLUSIVE
     /// lock and a rollback journal in SQLite's format (same cipher settings, key change only).

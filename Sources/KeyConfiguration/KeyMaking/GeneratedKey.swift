@@ -175,6 +175,14 @@ extension Calendar {
 /// Why ``GeneratedKey/create(keysFile:databases:id:keyFile:format:created:)`` made no key. Names
 /// files and ids only, never key material. After any of these, the Keys file is unchanged and no
 /// new key file is left behind.
+///
+/// ```swift
+/// do {
+///     _ = try GeneratedKey.create(keysFile: "Keys", databases: ["app.sqlite"], id: "2026-11", keyFile: "keys/2026-11.key")
+/// } catch let error as KeyMakingError {
+///     print(error.description)  // e.g. the id is taken; the Keys file is unchanged
+/// }
+/// ```
 public enum KeyMakingError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The Keys file could not be read, or does not load (see the inner error).
     case keysFile(KeyConfigurationError)

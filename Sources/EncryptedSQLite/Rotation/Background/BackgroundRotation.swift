@@ -146,6 +146,12 @@ extension BackgroundRotation.State {
 }
 
 /// How far a background copy is.
+///
+/// ```swift
+/// if case .copying(let progress) = rotation.state {
+///     print("\(Int(progress.fraction * 100))% copied in \(progress.elapsed)")
+/// }
+/// ```
 public struct BackgroundRotationProgress: Sendable, Equatable {
     /// Pages copied into the new file so far.
     public let copiedPages: Int
