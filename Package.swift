@@ -125,7 +125,11 @@ let package = Package(
         ),
         .testTarget(
             name: "RekeyTests",
-            dependencies: ["EncryptedSQLite", "TestSupport", "rekey", "crash-harness"]
+            dependencies: [
+                "EncryptedSQLite", "TestSupport", "rekey", "crash-harness",
+                // RekeyParsingTests parse the command line in-process.
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // A small service built on the library: the code the "A Service with EncryptedSQLite" article
         // shows. The tests build and run it, so the article cannot rot (not a product).

@@ -50,16 +50,23 @@ struct RekeyCommand: ParsableCommand {
     }
 
     private static func exitWithoutEchoingArguments(_ error: any Error) -> Never {
-        var message = fullMessage(for: error)
-        for value in typedValues(CommandLine.arguments.dropFirst()) {
-            message = message.replacingOccurrences(of: "'\(value)'", with: "(not shown)")
-        }
+        let message = parseErrorMessage(error, arguments: Array(CommandLine.arguments.dropFirst()))
         let status = exitCode(for: error)
         if !message.isEmpty {
             let stream = status == .success ? FileHandle.standardOutput : FileHandle.standardError
             stream.write(Data((message + "\n").utf8))
         }
         Foundation.exit(status.rawValue)
+    }
+
+    /// The message of a parse or validation error, with every value typed in `arguments` replaced
+    /// by "(not shown)".
+    static func parseErrorMessage(_ error: any Error, arguments: [String]) -> String {
+        var message = fullMessage(for: error)
+        for value in typedValues(arguments[...]) {
+            message = message.replacingOccurrences(of: "'\(value)'", with: "(not shown)")
+        }
+        return message
     }
 
     /// The values typed on the command line: each argument that is not an option name, and the
