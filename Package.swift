@@ -129,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DatabaseMigrationsTests",
-            dependencies: ["DatabaseMigrations", "EncryptedSQLite", "TestSupport"]
+            dependencies: ["DatabaseMigrations", "SQLCipherConnection", "EncryptedSQLite", "TestSupport"]
         ),
         .testTarget(
             name: "KeyConfigurationTests",
