@@ -121,11 +121,11 @@ let package = Package(
         ),
         .testTarget(
             name: "SQLCipherConnectionTests",
-            dependencies: ["SQLCipherConnection", "CipherFormats", "EncryptedSQLite", "TestSupport"]
+            dependencies: ["SQLCipherConnection", "CipherFormats", "KeyConfiguration", "EncryptedSQLite", "TestSupport"]
         ),
         .testTarget(
             name: "CipherFormatsTests",
-            dependencies: ["CipherFormats", "SQLCipherConnection", "EncryptedSQLite", "TestSupport"]
+            dependencies: ["CipherFormats", "SQLCipherConnection", "TestSupport"]
         ),
         .testTarget(
             name: "DatabaseMigrationsTests",
@@ -145,7 +145,10 @@ let package = Package(
                 "DurableFiles", "CSQLCipher", "TestSupport", "rekey",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
