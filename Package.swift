@@ -112,24 +112,50 @@ let package = Package(
             dependencies: ["EncryptedSQLite", "PausingVFS"],
             path: "Tests/TestSupport"
         ),
+        // The tests, by layer, bottom up (as the library's targets): each target tests one module,
+        // in Tests/<Target>. A test file sits in the lowest layer whose behaviour it tests; it may
+        // still make its fixtures through TestSupport or an `EncryptedDatabase`.
+        .testTarget(
+            name: "DurableFilesTests",
+            dependencies: ["DurableFiles", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SQLCipherConnectionTests",
+            dependencies: ["SQLCipherConnection", "CipherFormats", "KeyConfiguration", "EncryptedSQLite", "TestSupport"]
+        ),
+        .testTarget(
+            name: "CipherFormatsTests",
+            dependencies: ["CipherFormats", "SQLCipherConnection", "TestSupport"]
+        ),
+        .testTarget(
+            name: "DatabaseMigrationsTests",
+            dependencies: ["DatabaseMigrations", "SQLCipherConnection", "EncryptedSQLite", "TestSupport"]
+        ),
+        .testTarget(
+            name: "KeyConfigurationTests",
+            dependencies: ["KeyConfiguration", "CipherFormats", "DurableFiles", "EncryptedSQLite", "TestSupport"]
+        ),
+        // The top module: opening, rotation, the reader pool, background rotation, fleets,
+        // inspection, backups, secrets, the bad-input matrix, fuzzing, the source tree's shape.
+        // `rekey` is run by some as the other process that rotates a file.
         .testTarget(
             name: "EncryptedSQLiteTests",
             dependencies: [
                 "EncryptedSQLite", "SQLCipherConnection", "CipherFormats", "DatabaseMigrations", "KeyConfiguration",
-                "DurableFiles", "CSQLCipher", "TestSupport", "notes-service-example", "rekey",
+                "DurableFiles", "CSQLCipher", "TestSupport", "rekey",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
+        // The rekey command's own code, in-process: parsing, validation and help (no binary started).
         .testTarget(
             name: "RekeyTests",
-            dependencies: [
-                "EncryptedSQLite", "TestSupport", "rekey", "crash-harness",
-                // RekeyParsingTests parse the command line in-process.
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            dependencies: ["EncryptedSQLite", "rekey", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // A small service built on the library: the code the "A Service with EncryptedSQLite" article
         // shows. The tests build and run it, so the article cannot rot (not a product).
@@ -170,11 +196,13 @@ let package = Package(
             ],
             path: "Benchmarks/Sources/FleetBenchmarks"
         ),
+        // End to end: the programs, run as processes: the `rekey` CLI, the example service, and
+        // the crash tests (kill -9 of crash-harness and rekey, power cuts in PowerCut/).
         .testTarget(
-            name: "CrashTests",
+            name: "EndToEndTests",
             dependencies: [
-                "EncryptedSQLite", "SQLCipherConnection", "CipherFormats", "KeyConfiguration", "DurableFiles",
-                "TestSupport", "crash-harness", "rekey",
+                "EncryptedSQLite", "CipherFormats", "KeyConfiguration", "DurableFiles", "TestSupport",
+                "rekey", "crash-harness", "notes-service-example",
             ]
         ),
     ],

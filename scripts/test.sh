@@ -96,7 +96,7 @@ host_suite() {
     # background rotation (its thread and the writer lock).
     phase "SQLCipher $engine: ThreadSanitizer (concurrency, transactions, page re-encryption workers, catch-up)" \
       swift test --sanitize=thread --scratch-path .build-tsan \
-        --filter "ConcurrencyTests|TransactionTests|PageReencryptionTests|WriteBehindFileTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests|BackgroundRotationTests"
+        --filter "EncryptedSQLiteTests\.(ConcurrencyTests|PageReencryptionTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests|BackgroundRotationTests)|SQLCipherConnectionTests\.TransactionTests|DurableFilesTests\.WriteBehindFileTests"
   fi
 }
 
@@ -152,7 +152,7 @@ if wait $prepare; then
     "${as_root[@]}" "ENCRYPTEDSQLITE_EXCHANGE_IN=$PWD/.build/engine-exchange/out" scripts/sqlcipher4-check.sh
   # And the files the SQLCipher 4 run wrote for this engine, opened here.
   phase "SQLCipher $engine: files SQLCipher 4 wrote (CrossEngineTests)" \
-    env "ENCRYPTEDSQLITE_EXCHANGE_IN=$PWD/.build/engine-exchange/from-sqlcipher4" swift test --skip-build --filter CrossEngineTests
+    env "ENCRYPTEDSQLITE_EXCHANGE_IN=$PWD/.build/engine-exchange/from-sqlcipher4" swift test --skip-build --filter 'EncryptedSQLiteTests\.CrossEngineTests'
 else
   cat .build/sqlcipher4-prepare.log >&2
   failed+=("Debian 13 root")

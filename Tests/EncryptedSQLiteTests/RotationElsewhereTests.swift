@@ -8,7 +8,7 @@ import TestSupport
 /// An open database meets its file rotated by another database object (its own connections, as
 /// another process would have): it follows the rotation from its Keys file or key provider, retries
 /// only what no caller code ran for, and says plainly when it cannot obtain the key.
-/// The multi-process proof is `LiveRotationTests` (CrashTests).
+/// The multi-process proof is `LiveRotationTests` (EndToEndTests).
 @Suite("Following a rotation made elsewhere")
 struct RotationElsewhereTests {
     /// A WAL database on `key-0` with a table, and a Keys file listing `key-0`.

@@ -214,7 +214,7 @@ public enum BadInputCatalog {
             "     Regenerate with: UPDATE_ERROR_TABLE=1 swift test --filter ErrorTable -->",
             "",
             "Every row is a test of the bad-input matrix (`Tests/EncryptedSQLiteTests/BadInputMatrixTests.swift`,",
-            "`Tests/RekeyTests/BadInputCLITests.swift`). Each asserts the error kind (or the exit code), that the",
+            "`Tests/EndToEndTests/BadInputCLITests.swift`). Each asserts the error kind (or the exit code), that the",
             "message names the file or key id and contains the advice shown here, that no key material appears in",
             "it (marker passphrases, hex keys and environment values are searched for), and that the database file",
             "is byte-identical with no side files left beside it.",

@@ -1,6 +1,6 @@
 import EncryptedSQLite
 
-/// Migrations with a checkable state after each one (used by crash-harness and checked by CrashTests).
+/// Migrations with a checkable state after each one (used by crash-harness and checked by the crash tests in EndToEndTests).
 public enum HarnessMigrations {
     /// The migrator; `rows` is the size of the long second migration.
     public static func migrator(rows: Int) throws -> DatabaseMigrator {

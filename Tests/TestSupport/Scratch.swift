@@ -1,15 +1,14 @@
 import EncryptedSQLite
 import Foundation
-import TestSupport
 
 /// A new encrypted database (raw key, no KDF cost) in its own folder; with `readers`, in WAL mode
 /// and opened again with a pool of that many readers.
-struct Scratch {
-    let directory = TemporaryDirectory("scratch")
-    let path: String
-    let database: EncryptedDatabase
+public struct Scratch {
+    public let directory = TemporaryDirectory("scratch")
+    public let path: String
+    public let database: EncryptedDatabase
 
-    init(walMode: Bool = false, readers: Int = 0) throws {
+    public init(walMode: Bool = false, readers: Int = 0) throws {
         path = directory.file("scratch.sqlite")
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "k", source: .hex(TestKeys.hex()))])
         var database = try EncryptedDatabase(path: path, keys: keys, options: OpenOptions(createIfMissing: true))
@@ -20,5 +19,5 @@ struct Scratch {
         self.database = database
     }
 
-    func run<T>(_ body: (Connection) throws -> T) throws -> T { try database.writeWithoutTransaction(body) }
+    public func run<T>(_ body: (Connection) throws -> T) throws -> T { try database.writeWithoutTransaction(body) }
 }

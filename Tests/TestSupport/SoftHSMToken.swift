@@ -1,6 +1,5 @@
 import Foundation
 import KeyConfiguration
-import TestSupport
 
 /// SoftHSM2 tokens for this test process: one token folder, with every token and key the PKCS#11
 /// tests use, made by SoftHSM2's own tools before the module is first loaded here.
@@ -9,50 +8,50 @@ import TestSupport
 /// (`SOFTHSM2_CONF`) then, so the folder is made once for the whole process and the variable set
 /// before any test loads the module. Tokens are separate where login state matters: PKCS#11 logs
 /// a whole process in to a token, so the wrong-PIN token is one no other test logs in to.
-enum SoftHSMToken {
+public enum SoftHSMToken {
     /// Debian's path of the module (package softhsm2).
-    static let module = "/usr/lib/softhsm/libsofthsm2.so"
+    public static let module = "/usr/lib/softhsm/libsofthsm2.so"
     /// The user PIN of every test token (test material only).
-    static let pin = "pkcs11-test-pin-4711"
+    public static let pin = "pkcs11-test-pin-4711"
     /// A PIN no token has.
-    static let wrongPIN = "pkcs11-wrong-pin-0815"
+    public static let wrongPIN = "pkcs11-wrong-pin-0815"
     /// The variable the tests' key references read the PIN from.
-    static let pinVariable = "ESQ_TEST_HSM_PIN"
+    public static let pinVariable = "ESQ_TEST_HSM_PIN"
 
     /// The token most tests use: AES-256 keys `kek-a` and `kek-b` made on the token, `imported`
     /// (AES-256 from ``importedKey``, to compare with ``LocalKeyEncryptionKey``) and `generic` (a
     /// generic secret, which AES-GCM refuses).
-    static let mainToken = "esq-main"
+    public static let mainToken = "esq-main"
     /// A token no test logs in to with the right PIN.
-    static let pinToken = "esq-pin"
+    public static let pinToken = "esq-pin"
     /// The bytes of the `imported` key.
-    static let importedKey: [UInt8] = (0..<32).map { UInt8(($0 * 37 + 11) & 0xFF) }
+    public static let importedKey: [UInt8] = (0..<32).map { UInt8(($0 * 37 + 11) & 0xFF) }
 
     /// `true` when the module and both tools are installed.
-    static var isInstalled: Bool {
+    public static var isInstalled: Bool {
         FileManager.default.fileExists(atPath: module) && ProcessRunner.which("softhsm2-util") != nil
             && ProcessRunner.which("pkcs11-tool") != nil
     }
 
     /// Whether the PKCS#11 tests run: always under CI (where a missing SoftHSM2 fails them), else
     /// when it is installed.
-    static var testsEnabled: Bool { isInstalled || ProcessInfo.processInfo.environment["CI"] == "true" }
+    public static var testsEnabled: Bool { isInstalled || ProcessInfo.processInfo.environment["CI"] == "true" }
 
     /// Why the tokens could not be made.
-    struct SetupFailed: Error, CustomStringConvertible {
-        let description: String
+    public struct SetupFailed: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// The configuration file's path, after the tokens were made and `SOFTHSM2_CONF` set in this
     /// process.
     /// - Throws: ``SetupFailed`` when SoftHSM2 is missing or a tool fails.
-    static func configuration() throws -> String {
+    public static func configuration() throws -> String {
         try prepared.get()
     }
 
     /// The environment of a child process (`rekey`) that uses the tokens: this process's, with
     /// `SOFTHSM2_CONF` and the PIN variable.
-    static func childEnvironment(pin: String = pin) throws -> [String: String] {
+    public static func childEnvironment(pin: String = pin) throws -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["SOFTHSM2_CONF"] = try configuration()
         environment[pinVariable] = pin
@@ -60,7 +59,7 @@ enum SoftHSMToken {
     }
 
     /// A reference to key `key` on `token`, its PIN from ``pinVariable``.
-    static func reference(token: String = mainToken, key: String = "kek-a", module: String = module) -> PKCS11KeyReference {
+    public static func reference(token: String = mainToken, key: String = "kek-a", module: String = module) -> PKCS11KeyReference {
         PKCS11KeyReference(module: module, tokenLabel: token, keyLabel: key, pin: .environment(pinVariable))
     }
 

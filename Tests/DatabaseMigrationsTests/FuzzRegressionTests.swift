@@ -1,6 +1,6 @@
 @testable import DatabaseMigrations
-@testable import EncryptedSQLite
 import Foundation
+import SQLCipherConnection
 import Testing
 import TestSupport
 

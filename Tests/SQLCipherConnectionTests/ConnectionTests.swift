@@ -1,6 +1,7 @@
 import CipherFormats
-import EncryptedSQLite
 import Foundation
+import KeyConfiguration
+import SQLCipherConnection
 import Testing
 import TestSupport
 

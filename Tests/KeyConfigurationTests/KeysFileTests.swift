@@ -1,5 +1,6 @@
-import EncryptedSQLite
+import CipherFormats
 import Foundation
+import KeyConfiguration
 import Testing
 import TestSupport
 

@@ -1,5 +1,5 @@
-import EncryptedSQLite
 import Foundation
+import SQLCipherConnection
 import Testing
 import TestSupport
 

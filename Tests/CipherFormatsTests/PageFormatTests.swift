@@ -1,5 +1,4 @@
 @testable import CipherFormats
-import EncryptedSQLite
 import Foundation
 import Testing
 import TestSupport
