@@ -167,11 +167,22 @@ struct RekeyCommandTests {
     @Test("no key material in any output, even with --verbose logging")
     func noSecretsVerbose() throws {
         let fixture = try CLIFixture(kinds: [.passphrase, .hex, .envHex, .filePassphrase])
+        var outputs: [String] = []
         for arguments in [["--check"], ["--verbose"], ["--verbose", "--json"], ["--verbose", "--check"]] {
-            _ = try fixture.rekey(["--db", "app.sqlite"] + arguments)
+            let result = try fixture.rekey(["--db", "app.sqlite"] + arguments)
+            outputs += [result.stdout, result.stderr]
         }
-        let log = try fixture.rekey(["--db", "app.sqlite", "--verbose"])
-        #expect(log.stderr.contains("opened database"))
+        // The runs did print: a rotation, its verbose log, JSON.
+        let printed = outputs.joined(separator: "\n")
+        #expect(printed.contains("opened database") && printed.contains("rotated to \"k4\"") && printed.contains("{"), "\(printed)")
+        // No key of the ring, in any form it could be printed in (either case, half of it, the hex of its bytes).
+        #expect(fixture.ring.keys.count == 4)
+        for key in fixture.ring.keys {
+            let forms = SecretScan.forms(of: key.secret)
+            #expect(!forms.isEmpty)
+            for form in forms { #expect(!printed.contains(form), "key \(key.id) was printed as \"\(form)\"") }
+        }
+        #expect(TestSecrets.firstLeak(in: outputs) == nil)
     }
 
     @Test("a read-only file or folder (as an unprivileged user) is exit 77 with nothing changed",
