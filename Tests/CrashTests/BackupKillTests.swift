@@ -32,7 +32,7 @@ struct BackupKillTests {
         }
         let digest = try Fixture.digest(of: database, with: keys)
         let target = folder.file("backups/app.sqlite")
-        let trial = KillTrial(executable: BuiltProduct.path("rekey"), arguments: ["backup", "--db", "app.sqlite", "--to", "backups/app.sqlite"], environment: [:], directory: folder.path)
+        let trial = KillTrial(executable: RekeyCLI.path, arguments: ["backup", "--db", "app.sqlite", "--to", "backups/app.sqlite"], environment: [:], directory: folder.path)
 
         let (full, wall) = try trial.uninterrupted()
         #expect(full.status == 0, "\(full.stderr)")

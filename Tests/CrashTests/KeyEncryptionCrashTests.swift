@@ -120,7 +120,7 @@ struct KeyEncryptionCrashTests {
     @Test("kill -9 at random instants of `rekey keys rewrap --new-kek`: the Keys file always loads and the database opens")
     func killDuringRewrap() throws {
         let setup = try Setup("kek-kill", onPassphrase: false)
-        let rekey = BuiltProduct.path("rekey")
+        let rekey = RekeyCLI.path
         func trial(_ index: Int) -> KillTrial {
             KillTrial(executable: rekey, arguments: ["keys", "rewrap", "--new-kek", "kek-k\(index)", "--keys", "Keys"], environment: [:], directory: setup.folder.path)
         }
@@ -155,7 +155,7 @@ struct KeyEncryptionCrashTests {
     @Test("kill -9 at random instants of `rekey --db` rotating from a passphrase to a wrapped data key")
     func killDuringRotationToWrappedKey() throws {
         let setup = try Setup("kek-kill-rotation", onPassphrase: true)
-        let rekey = BuiltProduct.path("rekey")
+        let rekey = RekeyCLI.path
         let original = try Data(contentsOf: URL(fileURLWithPath: setup.folder.file("app.sqlite")))
         let run = KillTrial(executable: rekey, arguments: ["--db", "app.sqlite", "--keys", "Keys"], environment: [:], directory: setup.folder.path)
         let timed = try run.uninterrupted()

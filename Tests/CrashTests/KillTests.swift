@@ -60,7 +60,7 @@ struct KillTests {
         let database = trialFolder.file("app.sqlite")
         var arguments = ["--db", "app.sqlite", "--json"]
         if path.kind == .engineRekey || path.kind == .engineRekeyWAL { arguments += ["--strategy", "engineRekey"] }
-        let trial = KillTrial(executable: BuiltProduct.path("rekey"), arguments: arguments, environment: setup.ring.environment, directory: trialFolder.path)
+        let trial = KillTrial(executable: RekeyCLI.path, arguments: arguments, environment: setup.ring.environment, directory: trialFolder.path)
 
         // Calibrate: an uninterrupted run must succeed, with the expected method; its report
         // tells when the rotation starts, so that most kills land inside it.

@@ -32,9 +32,9 @@ struct WriterKillTests {
             """.utf8), attributes: [.posixPermissions: 0o600])
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
         let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
-        let writer = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
+        let writer = KillTrial(executable: BuiltProduct.crashHarness, arguments: ["write", path],
                                environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new], directory: folder.path)
-        let rotator = KillTrial(executable: BuiltProduct.path("rekey"), arguments: ["--db", "app.sqlite", "--json"], environment: [:], directory: folder.path)
+        let rotator = KillTrial(executable: RekeyCLI.path, arguments: ["--db", "app.sqlite", "--json"], environment: [:], directory: folder.path)
 
         // Calibrate: one uninterrupted rotation while the writer runs.
         try reset(path, from: fixture)
