@@ -9,8 +9,8 @@ import TestSupport
 @Suite("kill -9 of a service rotating in the background", .serialized)
 struct BackgroundRotationKillTests {
     /// Trials per journal mode; raise with BACKGROUND_KILL_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["BACKGROUND_KILL_TRIALS"] ?? "") ?? 10
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let trials = TestKnobs.count("BACKGROUND_KILL_TRIALS", default: 10)
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 
     @Test("every row the service saw committed survives, the file opens with one of the keys, intact, and the next open removes the copy",
           arguments: ["delete", "wal"])

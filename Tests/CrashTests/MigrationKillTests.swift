@@ -42,7 +42,7 @@ struct MigrationState: Equatable, CustomStringConvertible {
 
 @Suite("kill -9 during migrations", .serialized)
 struct MigrationKillTests {
-    static let trials = Int(ProcessInfo.processInfo.environment["MIGRATION_KILL_TRIALS"] ?? "") ?? 20
+    static let trials = TestKnobs.count("MIGRATION_KILL_TRIALS", default: 20)
     static let rows = 150_000
 
     @Test("a process killed at random instants while migrating leaves the database at a migration boundary, intact")

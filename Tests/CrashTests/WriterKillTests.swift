@@ -7,8 +7,8 @@ import TestSupport
 @Suite("A writer process while another process rotates", .serialized)
 struct WriterKillTests {
     /// Trials per journal mode; raise with WRITER_KILL_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["WRITER_KILL_TRIALS"] ?? "") ?? 8
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let trials = TestKnobs.count("WRITER_KILL_TRIALS", default: 8)
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 
     @Test("rekey killed at random instants while another process commits rows: every row the writer saw committed survives, and the file opens with one of the keys, intact",
           arguments: ["delete", "wal"])

@@ -12,7 +12,7 @@ struct FleetFolder {
     let bad: [String: FileSnapshot]
     let mainPath: String
 
-    static let goodCount = Int(ProcessInfo.processInfo.environment["REKEY_FLEET_FILES"] ?? "") ?? 200
+    static let goodCount = TestKnobs.count("REKEY_FLEET_FILES", default: 200)
 
     init() throws {
         ring = TestKeyring([.passphrase, .hex], in: directory)
