@@ -89,6 +89,27 @@ struct KeyLifecycleCLITests {
         #expect(try String(contentsOfFile: directory.file("Keys"), encoding: .utf8) == Self.keysText)
         #expect(!FileManager.default.fileExists(atPath: directory.file("k1.key.new")))
     }
+
+    @Test("keys new ends with the command that rotates what it was given (the Keys file, and the one database or --all), and that command runs as printed, here and from another folder")
+    func newKeyHint() throws {
+        let fixture = try CLIFixture()
+        let here = try fixture.rekey(["keys", "new", "--keys", "Keys", "--for", "app.sqlite", "--id", "k4", "--format", "hex"])
+        #expect(here.status == 0, "\(here.stderr)")
+        #expect(here.stdout.hasSuffix("; rotate with: rekey --keys Keys --db app.sqlite\n"), "\(here.stdout)")
+        let rotated = try fixture.rekey(["--keys", "Keys", "--db", "app.sqlite"])
+        #expect(rotated.status == 0 && rotated.stdout.contains("rotated to \"k4\""), "\(rotated.stdout) \(rotated.stderr)")
+
+        // From another working directory the database is named as the Keys file names it: from its folder.
+        let elsewhere = TemporaryDirectory("cli-hint-elsewhere")
+        let keysFile = fixture.directory.file("Keys")
+        let there = try RekeyCLI.run(["keys", "new", "--keys", keysFile, "--for", "app.sqlite", "--id", "k5", "--format", "hex"], in: elsewhere,
+                                   environment: fixture.ring.environment)
+        #expect(there.status == 0, "\(there.stderr)")
+        #expect(there.stdout.hasSuffix("; rotate with: rekey --keys \(keysFile) --db \(fixture.path)\n"), "\(there.stdout)")
+        let rotatedThere = try RekeyCLI.run(["--keys", keysFile, "--db", fixture.path], in: elsewhere, environment: fixture.ring.environment)
+        #expect(rotatedThere.status == 0 && rotatedThere.stdout.contains("rotated to \"k5\""), "\(rotatedThere.stdout) \(rotatedThere.stderr)")
+        #expect(try SQLCipherShell.opens(fixture.path, with: .hex(String(contentsOfFile: fixture.directory.file("k5.key"), encoding: .utf8).trimmingCharacters(in: .newlines))))
+    }
 }
 
 enum FileSystemMode {

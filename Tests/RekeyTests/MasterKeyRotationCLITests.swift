@@ -47,7 +47,8 @@ struct MasterKeyRotationCLITests {
         func databaseBytes() throws -> [Data] { try names.map { try Data(contentsOf: URL(fileURLWithPath: directory.file("data/\($0).sqlite"))) } }
 
         // A new data key, wrapped by kek-1; no key file.
-        _ = try transcript.rekey(["keys", "new", "--for", "data/*.sqlite", "--id", "d1", "--wrapped"], expect: 0)
+        let made = try transcript.rekey(["keys", "new", "--for", "data/*.sqlite", "--id", "d1", "--wrapped"], expect: 0)
+        #expect(made.stdout.hasSuffix("; rotate with: rekey --keys Keys --all\n"), "\(made.stdout)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("d1.key")))
         let d1 = try #require(try dataKeys()["d1"])
         #expect(try String(contentsOfFile: directory.file("Keys"), encoding: .utf8).hasPrefix("# Comments and layout survive every edit.\n"))
