@@ -186,13 +186,13 @@ struct RekeyCommandTests {
     }
 
     @Test("a read-only file or folder (as an unprivileged user) is exit 77 with nothing changed",
-          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+          .enabled(if: OtherUser.canRunCommands))
     func readOnly() throws {
         let fixture = try CLIFixture(kinds: [.hex, .hex])
         // The Keys file holds key material: nobody's own, readable by nobody else.
         chown(fixture.directory.file("Keys"), 65534, 65534)
         chmod(fixture.directory.file("Keys"), 0o600)
-        let asNobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups"
+        let asNobody = OtherUser.commandPrefix
         // The file belongs to root: nobody can read it but not write it. Its mode is set here, not
         // left to the umask the suite runs under (077 would make it unreadable for nobody).
         #expect(chmod(fixture.path, 0o644) == 0)
