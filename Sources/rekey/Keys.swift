@@ -20,7 +20,7 @@ struct NewKeyCommand: ParsableCommand {
             --wrapped it goes into no file: the Keys file's current key-encryption key wraps it \
             and the Keys file holds the wrapped value (wrapped_by, wrapped_key). The Keys \
             file is edited in place (its comments and layout stay) and replaced durably. Then \
-            rotate with `rekey --all`. Exit codes: \(ExitStatus.documentation)
+            rotate with the command it prints: `rekey --keys <file> --db <database>` for one database, `rekey --keys <file> --all` otherwise. Exit codes: \(ExitStatus.documentation)
             """)
 
     @Option(name: .customLong("for"), help: ArgumentHelp("A database entry's path or pattern, exactly as the Keys file writes it; repeat to give several entries (such as the databases' and their backups' patterns) the same key.", valueName: "path"))
@@ -64,8 +64,29 @@ struct NewKeyCommand: ParsableCommand {
             printJSON(key)
         } else {
             let place = key.keyFile.map { "in \($0) (\(key.format?.rawValue ?? ""), mode 0600)" } ?? "wrapped in the Keys file"
-            Swift.print("\(key.databases.joined(separator: ", ")): new current key \"\(key.keyID)\" \(place), added to \(key.keysFile); rotate with: rekey --all")
+            Swift.print("\(key.databases.joined(separator: ", ")): new current key \"\(key.keyID)\" \(place), added to \(key.keysFile); rotate with: \(Self.rotateCommand(keysFile: common.keysPath, databases: databases))")
         }
+    }
+
+    /// The `rekey` command that rotates what `keys new` was given, runnable from the same working
+    /// directory: `rekey --keys <file> --db <database>` for one entry that names one file, taken from
+    /// the Keys file's folder as the Keys file takes it; `rekey --keys <file> --all` for patterns or
+    /// several entries.
+    static func rotateCommand(keysFile: String, databases: [String]) -> String {
+        let command = "rekey --keys \(shellQuoted(keysFile))"
+        // A glob, as the Keys file tells them apart (`*`, `?`, `[`).
+        guard databases.count == 1, let entry = databases.first, !entry.contains(where: { "*?[".contains($0) }) else {
+            return command + " --all"
+        }
+        let folder = (keysFile as NSString).deletingLastPathComponent
+        let path = entry.hasPrefix("/") || folder.isEmpty ? entry : folder + "/" + entry
+        return command + " --db \(shellQuoted(path))"
+    }
+
+    /// `text` as one shell word: as is when it holds only characters the shell leaves alone, else in single quotes.
+    static func shellQuoted(_ text: String) -> String {
+        let plain = text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "/._-+:@%,=".contains($0)) }
+        return plain && !text.isEmpty ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
 

@@ -141,8 +141,22 @@ struct ConcurrencyTests {
     }
 
     @Test("calling the database from inside its own access closure traps with a message instead of deadlocking")
-    func reentrancy() async {
-        await #expect(processExitsWith: .failure) { try Self.readInsideWrite() }
+    func reentrancy() async throws {
+        // A precondition failure, not any failure: the trap instruction's signal (SIGILL from ud2 on
+        // x86_64, SIGTRAP from brk on arm64), with the guard's message.
+        #if arch(x86_64)
+        let trap = SIGILL
+        #else
+        let trap = SIGTRAP
+        #endif
+        let result = try #require(await #expect(processExitsWith: .signal(trap), observing: [\.standardErrorContent]) {
+            try Self.readInsideWrite()
+        })
+        let stderr = String(decoding: result.standardErrorContent, as: UTF8.self)
+        #expect(stderr.contains("""
+            EncryptedDatabase.read was called from inside another read or write closure of the same \
+            database on the same thread, which would deadlock.
+            """), "\(stderr)")
     }
 
     /// A read inside a write, in synchronous code (the blocking overloads are unavailable from

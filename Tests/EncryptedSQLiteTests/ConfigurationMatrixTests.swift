@@ -241,7 +241,7 @@ final class MatrixRun {
         let beforeElsewhere = try step("digest before the rotation elsewhere") { try database.write { try Fixture.contentDigest($0) } }
         try step("rotate in another process (rekey --strategy engineRekey, k4 → k5)") {
             let environment = ProcessInfo.processInfo.environment.merging(ring.environment) { $1 }
-            let result = try ProcessRunner.run(BuiltProduct.path("rekey"), ["--db", path, "--keys", keysFile, "--strategy", "engineRekey", "--busy-timeout", "20"],
+            let result = try ProcessRunner.run(RekeyCLI.path, ["--db", path, "--keys", keysFile, "--strategy", "engineRekey", "--busy-timeout", "20"],
                                                environment: environment)
             #expect(result.status == 0, "rekey: \(result.stdout) \(result.stderr)")
             #expect(result.stdout.contains("k4") && result.stdout.contains("k5"), "rekey: \(result.stdout)")

@@ -152,9 +152,9 @@ struct FileFormatTests {
         }
     }
 
-    @Test("a SHA-256 format with its own settings (SQLCipher 4 only) opens with them and rotates to the default format through the export")
+    @Test("a SHA-256 format with its own settings (SQLCipher 4 only) opens with them and rotates to the default format through the export",
+          .enabled(if: onSQLCipher4, "SQLCipher 3.4.1 cannot write SHA-256 files: sha256FormatRefusedOnSQLCipher3"))
     func sha256Format() throws {
-        guard onSQLCipher4 else { return }  // SQLCipher 3.4.1 cannot write SHA-256 files (engineValidation)
         let directory = TemporaryDirectory("format-sha256")
         let ring = TestKeyring([.passphrase, .hex], in: directory)
         let path = directory.file("app.sqlite")
@@ -167,6 +167,28 @@ struct FileFormatTests {
         #expect(database.report.rotation?.method == .export)
         #expect(try database.read { try $0.userVersion() } == 42)
         #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+    }
+
+    @Test("the same SHA-256 key on SQLCipher 3.4.1 is refused when its key list is built, naming the setting, and the file is not touched",
+          .enabled(if: !onSQLCipher4, "SQLCipher 4 applies the settings: sha256Format"))
+    func sha256FormatRefusedOnSQLCipher3() throws {
+        let directory = TemporaryDirectory("format-sha256-3")
+        let ring = TestKeyring([.passphrase, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        let made = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "PRAGMA kdf_iter = 20000;\n" + Fixture.sql(rows: 30))
+        #expect(made.status == 0, "\(made.stderr)")
+        let snapshot = FileSnapshot(path)
+        let old = DatabaseKey(id: "k1", source: ring.keys[0].key.source, cipher: CipherSettings(kdfIterations: 20000, kdfAlgorithm: .sha256, hmacAlgorithm: .sha256))
+        let problem = "kdf_algorithm sha256 needs SQLCipher 4; the linked SQLCipher \(SQLCipherEngine.linked.version) cannot read or write such files (use a host linked with SQLCipher 4, or leave the setting out)"
+        #expect(throws: KeyConfigurationError.invalidCipherSettings(keyID: "k1", database: path, problem: problem)) {
+            _ = try EncryptedDatabase(path: path, keys: KeyList(database: path, keys: [old, ring.keys[1].key]))
+        }
+        #expect(FileSnapshot(path) == snapshot)
+        // Without the SHA-256 settings the 3.4.1 file opens with the same key and rotates.
+        let sha1 = DatabaseKey(id: "k1", source: ring.keys[0].key.source, cipher: CipherSettings(kdfIterations: 20000))
+        let database = try EncryptedDatabase(path: path, keys: KeyList(database: path, keys: [sha1, ring.keys[1].key]))
+        #expect(database.report.openedWithKeyID == "k1")
+        #expect(try database.read { try $0.userVersion() } == 42)
     }
 
     @Test("the Keys file names a generation (cipher: sqlcipher3) or any setting; bad values are errors naming the place")

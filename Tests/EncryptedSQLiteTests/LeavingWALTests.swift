@@ -19,7 +19,7 @@ import TestSupport
 @Suite("Leaving WAL mode while other connections start", .serialized)
 struct LeavingWALTests {
     /// Rounds of the racing test; raise with LEAVE_WAL_ROUNDS.
-    static let rounds = Int(ProcessInfo.processInfo.environment["LEAVE_WAL_ROUNDS"] ?? "") ?? 30
+    static let rounds = TestKnobs.count("LEAVE_WAL_ROUNDS", default: 30)
 
     @Test("a connection that starts once the rotation holds its lock gets in only once page 1 says rollback-journal mode, and then does get in")
     func nobodyGetsInHalfway() throws {

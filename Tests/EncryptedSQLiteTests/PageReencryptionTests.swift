@@ -365,8 +365,15 @@ struct PageReencryptionTests {
 
         let rotated = try EncryptedDatabase(path: path, keys: ring.keyList(database: path))
         #expect(rotated.report.rotation?.method == .pageReencryption)
-        #expect(throws: (any Error).self) { try stale.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } }
-        #expect(throws: (any Error).self) { try stale.write { try $0.execute("INSERT INTO people(name) VALUES ('lost')") } }
+        // Not any error: the stale database sees the rotation, finds no key of its own list for the
+        // file, and says what to do.
+        let lacksKey = EncryptedDatabaseError.keyUnavailable(path: path, reason: """
+            the file was rotated by another process while this process had it open, and no key of this process's key list opens it \
+            now (tried: k1), which was given once when the database was opened: open it with EncryptedDatabase(path:keysFile:options:) \
+            or a key provider so that running processes follow rotations, or restart the process. Nothing was changed.
+            """)
+        #expect(throws: lacksKey) { try stale.read { try $0.queryValue("SELECT count(*) FROM people", as: Int.self) } }
+        #expect(throws: lacksKey) { try stale.write { try $0.execute("INSERT INTO people(name) VALUES ('lost')") } }
         #expect(try rotated.read { try Fixture.contentDigest($0) } == before)
         #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
     }

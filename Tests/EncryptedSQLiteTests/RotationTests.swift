@@ -181,17 +181,19 @@ struct RotationTests {
         let keys = try ring.keyList(database: path)
         let context = RotationContext(path: path, from: keys.keys[0], to: keys.keys[1], busyTimeout: .seconds(1), verification: .quickCheck,
                                       logger: OpenOptions().logger, files: .system, workers: 1)
-        #expect(throws: EncryptedDatabaseError.self) {
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
+        let snapshot = FileSnapshot(path)
+        #expect(throws: EncryptedDatabaseError.rotationNotApplied(path: path, fromKeyID: "k1", toKeyID: "k2",
+                                                                   detail: "SQLCipher reported success but the file is still on the old key (test)")) {
             _ = try EngineRekey().verify(in: context, detail: "test")
         }
-        do {
-            _ = try EngineRekey().verify(in: context, detail: "test")
-        } catch {
-            guard case .rotationNotApplied(path, "k1", "k2", _) = error else {
-                Issue.record("unexpected \(error)")
-                return
-            }
-        }
+        // The old key still opens the file, every page of it, with the same rows; the new key does not.
+        #expect(FileSnapshot(path) == snapshot)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        let old = try EncryptedDatabase(path: path, keys: ring.only(0, database: path))
+        #expect(try old.read { try $0.queryValue("PRAGMA quick_check", as: String.self) } == "ok")
+        #expect(try old.read { try Fixture.contentDigest($0) } == before)
     }
 }
 

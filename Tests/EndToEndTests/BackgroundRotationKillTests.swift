@@ -9,8 +9,8 @@ import TestSupport
 @Suite("kill -9 of a service rotating in the background", .serialized)
 struct BackgroundRotationKillTests {
     /// Trials per journal mode; raise with BACKGROUND_KILL_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["BACKGROUND_KILL_TRIALS"] ?? "") ?? 10
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let trials = TestKnobs.count("BACKGROUND_KILL_TRIALS", default: 10)
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 
     @Test("every row the service saw committed survives, the file opens with one of the keys, intact, and the next open removes the copy",
           arguments: ["delete", "wal"])
@@ -25,7 +25,7 @@ struct BackgroundRotationKillTests {
         let path = folder.file("app.sqlite")
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
         let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
-        let service = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
+        let service = KillTrial(executable: BuiltProduct.crashHarness, arguments: ["write", path],
                                 environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new, "HARNESS_BACKGROUND": "1"], directory: folder.path)
 
         // Calibrate: how long the service takes to end its rotation when nothing interrupts it.
@@ -64,7 +64,7 @@ struct BackgroundRotationKillTests {
         try WriterKillCheck.makeFixture(at: path, oldKeyHex: old, journalMode: journalMode, rows: 12000)
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
         let baseline = try WriterKillCheck.bigTable(path, KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old))]))
-        let writer = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
+        let writer = KillTrial(executable: BuiltProduct.crashHarness, arguments: ["write", path],
                                environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new], directory: folder.path)
         let pipe = Pipe()
         let process = writer.start(output: pipe.fileHandleForWriting)

@@ -5,8 +5,8 @@ import TestSupport
 
 @Suite("kill -9 during a backup", .serialized)
 struct BackupKillTests {
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
-    static let trials = Int(ProcessInfo.processInfo.environment["REKEY_KILL_TRIALS"] ?? "") ?? 12
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
+    static let trials = TestKnobs.count("REKEY_KILL_TRIALS", default: 12)
 
     @Test("`rekey backup` killed at random instants: the final name holds nothing or the complete backup (opens with the current key, same content), no file ever holds plaintext, and the next backup removes the dead one's temporary", arguments: [false, true])
     func killDuringBackup(walMode: Bool) throws {
@@ -32,7 +32,7 @@ struct BackupKillTests {
         }
         let digest = try Fixture.digest(of: database, with: keys)
         let target = folder.file("backups/app.sqlite")
-        let trial = KillTrial(executable: BuiltProduct.path("rekey"), arguments: ["backup", "--db", "app.sqlite", "--to", "backups/app.sqlite"], environment: [:], directory: folder.path)
+        let trial = KillTrial(executable: RekeyCLI.path, arguments: ["backup", "--db", "app.sqlite", "--to", "backups/app.sqlite"], environment: [:], directory: folder.path)
 
         let (full, wall) = try trial.uninterrupted()
         #expect(full.status == 0, "\(full.stderr)")

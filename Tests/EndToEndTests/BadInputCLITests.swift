@@ -35,8 +35,8 @@ extension BadInputContext {
         return try runCase(["--db", "app.sqlite"], prefix: Self.asNobody, mustName: mustName)
     }
 
-    static let asNobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups"
-    static var canRunAsNobody: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") }
+    static let asNobody = OtherUser.commandPrefix
+    static var canRunAsNobody: Bool { OtherUser.canRunCommands }
 }
 
 struct CLIMatrixOutcome {

@@ -7,14 +7,13 @@ import TestSupport
 /// process: `crash-harness modes` for the library, `rekey` for the CLI.
 @Suite("File modes: new files are owner-only under any umask; a rotation keeps a file's mode")
 struct FileModeTests {
-    static let harness = BuiltProduct.path("crash-harness")
 
     /// Runs `crash-harness modes` under `umask` on `database` and returns the modes it printed,
     /// by label (`db`, `-journal`, `-wal`, `-shm`).
     static func harnessModes(umask: String, database: String, journalMode: String, key: String) throws -> [String: String] {
         let result = try ProcessRunner.run(
-            "/bin/sh", ["-c", "umask \(umask); exec \"$0\" modes \"$1\" \(journalMode)", harness, database],
-            environment: ["HARNESS_KEY_HEX": key, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])
+            "/bin/sh", ["-c", "umask \(umask); exec \"$0\" modes \"$1\" \(journalMode)", BuiltProduct.crashHarness, database],
+            environment: ProcessRunner.withPATH(["HARNESS_KEY_HEX": key]))
         #expect(result.status == 0, "\(result.stderr)")
         var modes: [String: String] = [:]
         for line in result.stdout.split(separator: "\n") {

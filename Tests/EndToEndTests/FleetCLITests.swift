@@ -12,7 +12,7 @@ struct FleetFolder {
     let bad: [String: FileSnapshot]
     let mainPath: String
 
-    static let goodCount = Int(ProcessInfo.processInfo.environment["REKEY_FLEET_FILES"] ?? "") ?? 200
+    static let goodCount = TestKnobs.count("REKEY_FLEET_FILES", default: 200)
 
     init() throws {
         ring = TestKeyring([.passphrase, .hex], in: directory)
@@ -108,9 +108,7 @@ struct FleetCLITests {
         process.executableURL = URL(fileURLWithPath: RekeyCLI.path)
         process.arguments = ["--all", "--jobs", "2"]
         process.currentDirectoryURL = URL(fileURLWithPath: fleet.directory.path)
-        var environment = fleet.ring.environment
-        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"]
-        process.environment = environment
+        process.environment = ProcessRunner.withPATH(fleet.ring.environment)
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -140,8 +138,7 @@ struct FleetCLITests {
     func progressBarOnTTY() throws {
         let fleet = try FleetFolder()
         let script = try #require(ProcessRunner.which("script"), "util-linux's script is needed to run rekey on a pseudo-terminal")
-        var environment = fleet.ring.environment
-        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"]
+        let environment = ProcessRunner.withPATH(fleet.ring.environment)
         let command = "'\(RekeyCLI.path)' --all --jobs 2 --check"
         let result = try ProcessRunner.run(script, ["-qec", command, "/dev/null"], environment: environment, currentDirectory: fleet.directory.path)
         #expect(result.stdout.contains("files/s"))

@@ -183,7 +183,7 @@ struct HardeningCLITests {
     }
 
     @Test("the ownership and mode matrix of the Keys file, key files and their folders, as root and as nobody",
-          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")),
+          .enabled(if: OtherUser.canRunCommands),
           arguments: trustCases, [false, true])
     func trustMatrix(_ trust: TrustCase, asNobody: Bool) throws {
         let directory = TemporaryDirectory("trust")
@@ -197,7 +197,7 @@ struct HardeningCLITests {
         trust.prepare(directory, user)
         let arguments = ["--db", "app.sqlite"] + trust.extraArguments
         let result = asNobody
-            ? try RekeyCLI.runWrapped("exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups", arguments, in: directory)
+            ? try RekeyCLI.runWrapped(OtherUser.commandPrefix, arguments, in: directory)
             : try RekeyCLI.run(arguments, in: directory)
         #expect(result.status == trust.status, "\(trust.name) as \(asNobody ? "nobody" : "root"): \(result.status)\n\(result.stdout)\n\(result.stderr)")
         #expect((result.stdout + result.stderr).contains(trust.words), "\(result.stdout)\n\(result.stderr)")

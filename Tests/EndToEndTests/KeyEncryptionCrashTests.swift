@@ -11,8 +11,8 @@ import TestSupport
 @Suite("Crashes during master-key rotation and rotation to a wrapped data key", .serialized)
 struct KeyEncryptionCrashTests {
     /// Trials per path; raise with KEK_CRASH_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["KEK_CRASH_TRIALS"] ?? "") ?? 20
-    static let seed = UInt64(ProcessInfo.processInfo.environment["POWER_CUT_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let trials = TestKnobs.count("KEK_CRASH_TRIALS", default: 20)
+    static let seed = TestKnobs.seed("POWER_CUT_SEED")
 
     /// A folder with a Keys file whose KEK `kek-1` is a key file, and `app.sqlite` on the wrapped
     /// data key `d1` (or, with `wrappedCurrent`, on the passphrase `p0` with `d1` appended as current).
@@ -120,7 +120,7 @@ struct KeyEncryptionCrashTests {
     @Test("kill -9 at random instants of `rekey keys rewrap --new-kek`: the Keys file always loads and the database opens")
     func killDuringRewrap() throws {
         let setup = try Setup("kek-kill", onPassphrase: false)
-        let rekey = BuiltProduct.path("rekey")
+        let rekey = RekeyCLI.path
         func trial(_ index: Int) -> KillTrial {
             KillTrial(executable: rekey, arguments: ["keys", "rewrap", "--new-kek", "kek-k\(index)", "--keys", "Keys"], environment: [:], directory: setup.folder.path)
         }
@@ -155,7 +155,7 @@ struct KeyEncryptionCrashTests {
     @Test("kill -9 at random instants of `rekey --db` rotating from a passphrase to a wrapped data key")
     func killDuringRotationToWrappedKey() throws {
         let setup = try Setup("kek-kill-rotation", onPassphrase: true)
-        let rekey = BuiltProduct.path("rekey")
+        let rekey = RekeyCLI.path
         let original = try Data(contentsOf: URL(fileURLWithPath: setup.folder.file("app.sqlite")))
         let run = KillTrial(executable: rekey, arguments: ["--db", "app.sqlite", "--keys", "Keys"], environment: [:], directory: setup.folder.path)
         let timed = try run.uninterrupted()

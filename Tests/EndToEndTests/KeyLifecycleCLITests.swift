@@ -31,19 +31,11 @@ struct KeyLifecycleCLITests {
         for name in ["a", "b", "c"] {
             try Fixture.createWithShell(at: directory.file("data/\(name).sqlite"), key: .hex(k1), rows: 50, walMode: name == "c")
         }
-        var transcript: [String] = []
-        func rekey(_ arguments: [String], expect status: Int32) throws -> ProcessResult {
-            let result = try RekeyCLI.run(arguments, in: directory)
-            transcript.append("$ rekey " + arguments.map { $0.contains("*") ? "'\($0)'" : $0 }.joined(separator: " ") + "   # exit \(result.status)")
-            transcript.append(contentsOf: (result.stdout + result.stderr).split(separator: "\n").map { "  " + $0 })
-            #expect(result.status == status, "rekey \(arguments): \(result.stderr)")
-            #expect(!(result.stdout + result.stderr).lowercased().contains(k1), "the old key was printed")
-            return result
-        }
-        defer { print("lifecycle transcript:\n" + transcript.joined(separator: "\n")) }
+        let transcript = RekeyTranscript(in: directory, secrets: [k1])
+        defer { print("lifecycle transcript:\n" + transcript.text) }
 
-        _ = try rekey(["backup", "--db", "data/a.sqlite", "--to", "backups/a-before.sqlite"], expect: 0)
-        let made = try rekey(["keys", "new", "--for", "data/*.sqlite", "--for", "backups/*.sqlite", "--id", "k2", "--format", "hex", "--json"], expect: 0)
+        _ = try transcript.rekey(["backup", "--db", "data/a.sqlite", "--to", "backups/a-before.sqlite"], expect: 0)
+        let made = try transcript.rekey(["keys", "new", "--for", "data/*.sqlite", "--for", "backups/*.sqlite", "--id", "k2", "--format", "hex", "--json"], expect: 0)
         let document = try #require(try JSONSerialization.jsonObject(with: Data(made.stdout.utf8)) as? [String: Any])
         #expect(document["keyID"] as? String == "k2")
         #expect(FileSystemMode.of(directory.file("k2.key")) == 0o600)
@@ -53,13 +45,13 @@ struct KeyLifecycleCLITests {
         #expect(keysAfter.hasPrefix("# The fleet's keys. Comments and layout survive `rekey keys new`.\n"))
         #expect(!keysAfter.contains(k2), "the Keys file names the key file, never the key")
 
-        _ = try rekey(["--db", "data/a.sqlite", "--db", "data/b.sqlite", "--db", "data/c.sqlite"], expect: 0)
-        let blocked = try rekey(["keys", "retire-check", "--key", "k1", "--all", "--backups", "backups/*.sqlite"], expect: 3)
+        _ = try transcript.rekey(["--db", "data/a.sqlite", "--db", "data/b.sqlite", "--db", "data/c.sqlite"], expect: 0)
+        let blocked = try transcript.rekey(["keys", "retire-check", "--key", "k1", "--all", "--backups", "backups/*.sqlite"], expect: 3)
         #expect(blocked.stdout.contains("backups/a-before.sqlite: STILL ON \"k1\""))
         #expect(blocked.stdout.contains("1 of 4 file(s)"))
 
-        _ = try rekey(["--all"], expect: 0)
-        let passed = try rekey(["keys", "retire-check", "--key", "k1", "--all", "--backups", "backups/*.sqlite", "--json"], expect: 0)
+        _ = try transcript.rekey(["--all"], expect: 0)
+        let passed = try transcript.rekey(["keys", "retire-check", "--key", "k1", "--all", "--backups", "backups/*.sqlite", "--json"], expect: 0)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(passed.stdout.utf8)) as? [String: Any])
         #expect((report["findings"] as? [[String: Any]])?.count == 4)
 
@@ -68,8 +60,8 @@ struct KeyLifecycleCLITests {
         #expect(dropped != keysAfter)
         _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: Data(dropped.utf8), attributes: [.posixPermissions: 0o600])
         try FileManager.default.removeItem(atPath: directory.file("k1.key"))
-        transcript.append("$ (remove the k1 entries from Keys; shred k1.key)")
-        let status = try rekey(["status", "--all", "--json"], expect: 0)
+        transcript.note("$ (remove the k1 entries from Keys; shred k1.key)")
+        let status = try transcript.rekey(["status", "--all", "--json"], expect: 0)
         let states = try #require((try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])?["databases"] as? [[String: Any]])
         #expect(states.count == 4 && states.allSatisfy { $0["openedWithKeyID"] as? String == "k2" })
         #expect(try !SQLCipherShell.opens(directory.file("backups/a-before.sqlite"), with: .hex(k1)))
@@ -96,6 +88,27 @@ struct KeyLifecycleCLITests {
         #expect(taken.status == 78, "\(taken.stderr)")
         #expect(try String(contentsOfFile: directory.file("Keys"), encoding: .utf8) == Self.keysText)
         #expect(!FileManager.default.fileExists(atPath: directory.file("k1.key.new")))
+    }
+
+    @Test("keys new ends with the command that rotates what it was given (the Keys file, and the one database or --all), and that command runs as printed, here and from another folder")
+    func newKeyHint() throws {
+        let fixture = try CLIFixture()
+        let here = try fixture.rekey(["keys", "new", "--keys", "Keys", "--for", "app.sqlite", "--id", "k4", "--format", "hex"])
+        #expect(here.status == 0, "\(here.stderr)")
+        #expect(here.stdout.hasSuffix("; rotate with: rekey --keys Keys --db app.sqlite\n"), "\(here.stdout)")
+        let rotated = try fixture.rekey(["--keys", "Keys", "--db", "app.sqlite"])
+        #expect(rotated.status == 0 && rotated.stdout.contains("rotated to \"k4\""), "\(rotated.stdout) \(rotated.stderr)")
+
+        // From another working directory the database is named as the Keys file names it: from its folder.
+        let elsewhere = TemporaryDirectory("cli-hint-elsewhere")
+        let keysFile = fixture.directory.file("Keys")
+        let there = try RekeyCLI.run(["keys", "new", "--keys", keysFile, "--for", "app.sqlite", "--id", "k5", "--format", "hex"], in: elsewhere,
+                                   environment: fixture.ring.environment)
+        #expect(there.status == 0, "\(there.stderr)")
+        #expect(there.stdout.hasSuffix("; rotate with: rekey --keys \(keysFile) --db \(fixture.path)\n"), "\(there.stdout)")
+        let rotatedThere = try RekeyCLI.run(["--keys", keysFile, "--db", fixture.path], in: elsewhere, environment: fixture.ring.environment)
+        #expect(rotatedThere.status == 0 && rotatedThere.stdout.contains("rotated to \"k5\""), "\(rotatedThere.stdout) \(rotatedThere.stderr)")
+        #expect(try SQLCipherShell.opens(fixture.path, with: .hex(String(contentsOfFile: fixture.directory.file("k5.key"), encoding: .utf8).trimmingCharacters(in: .newlines))))
     }
 }
 

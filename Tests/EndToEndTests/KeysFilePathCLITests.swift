@@ -24,9 +24,7 @@ struct KeysFilePathCLITests {
     }
 
     func rekey(_ arguments: [String]) throws -> ProcessResult {
-        var environment = ring.environment
-        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return try ProcessRunner.run(RekeyCLI.path, ["--keys", directory.file("Keys")] + arguments, environment: environment, currentDirectory: elsewhere)
+        try ProcessRunner.run(RekeyCLI.path, ["--keys", directory.file("Keys")] + arguments, environment: ProcessRunner.withPATH(ring.environment), currentDirectory: elsewhere)
     }
 
     @Test("a relative --db is taken from the working directory: the Keys file's spelling of it is not listed there, and the message shows both resolved paths; nothing is written")

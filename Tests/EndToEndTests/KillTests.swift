@@ -37,19 +37,19 @@ struct KillPath: CustomTestStringConvertible, Sendable {
 
     /// Trials: REKEY_KILL_TRIALS for every path, else 20 for the default rotation and 10 for the others.
     var trials: Int {
-        Int(ProcessInfo.processInfo.environment["REKEY_KILL_TRIALS"] ?? "") ?? (isDefaultRotation ? 20 : 10)
+        TestKnobs.count("REKEY_KILL_TRIALS", default: isDefaultRotation ? 20 : 10)
     }
 
     /// Rows of 1000 random bytes: about 22 MB for the default rotation, 9 MB for the others
     /// (REKEY_KILL_ROWS overrides).
     var rows: Int {
-        Int(ProcessInfo.processInfo.environment["REKEY_KILL_ROWS"] ?? "") ?? (isDefaultRotation ? 20_000 : 8_000)
+        TestKnobs.count("REKEY_KILL_ROWS", default: isDefaultRotation ? 20_000 : 8_000)
     }
 }
 
 @Suite("kill -9 during rotation", .serialized)
 struct KillTests {
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 
     @Test("the rekey process killed at random instants leaves the old file or the complete new one: the sqlcipher shell and the library open it with one of the keys, intact, and the next run finishes the job and leaves nothing behind",
           arguments: KillPath.all)
@@ -60,7 +60,7 @@ struct KillTests {
         let database = trialFolder.file("app.sqlite")
         var arguments = ["--db", "app.sqlite", "--json"]
         if path.kind == .engineRekey || path.kind == .engineRekeyWAL { arguments += ["--strategy", "engineRekey"] }
-        let trial = KillTrial(executable: BuiltProduct.path("rekey"), arguments: arguments, environment: setup.ring.environment, directory: trialFolder.path)
+        let trial = KillTrial(executable: RekeyCLI.path, arguments: arguments, environment: setup.ring.environment, directory: trialFolder.path)
 
         // Calibrate: an uninterrupted run must succeed, with the expected method; its report
         // tells when the rotation starts, so that most kills land inside it.

@@ -75,22 +75,21 @@ struct LiveRotationFolder {
     /// A configured, not yet started `crash-harness` process.
     func service(_ arguments: [String], name: String, output: Pipe, errors: Pipe) -> Process {
         // A hung service stopped by the hang guard (SIGQUIT) prints every thread's stack.
-        process(BuiltProduct.path("crash-harness"), arguments, environment: ["SERVICE_NAME": name, "SWIFT_BACKTRACE": "threads=all,registers=none,images=none"],
+        process(BuiltProduct.crashHarness, arguments, environment: ["SERVICE_NAME": name, "SWIFT_BACKTRACE": "threads=all,registers=none,images=none"],
                 output: output, errors: errors)
     }
 
     /// A configured, not yet started `rekey` process rotating the database.
     func rekey(_ extra: [String] = [], output: Pipe, errors: Pipe) -> Process {
         let verbose = Self.logLevel != nil ? ["--verbose"] : []
-        return process(BuiltProduct.path("rekey"), ["--db", "app.sqlite", "--keys", "Keys", "--busy-timeout", "10"] + verbose + extra, environment: [:], output: output, errors: errors)
+        return process(RekeyCLI.path, ["--db", "app.sqlite", "--keys", "Keys", "--busy-timeout", "10"] + verbose + extra, environment: [:], output: output, errors: errors)
     }
 
     private func process(_ executable: String, _ arguments: [String], environment: [String: String], output: Pipe, errors: Pipe) -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        var environment = environment
-        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        var environment = ProcessRunner.withPATH(environment)
         environment["HARNESS_LOG"] = Self.logLevel
         process.environment = environment
         process.currentDirectoryURL = URL(fileURLWithPath: folder.path)

@@ -9,13 +9,13 @@ import TestSupport
 @Suite("Rotation while other processes use the database", .serialized)
 struct LiveRotationTests {
     /// Rounds of concurrent start-up per case; raise with LIVE_STARTUP_ROUNDS for stress runs.
-    static let startupRounds = Int(ProcessInfo.processInfo.environment["LIVE_STARTUP_ROUNDS"] ?? "") ?? 8
+    static let startupRounds = TestKnobs.count("LIVE_STARTUP_ROUNDS", default: 8)
 
     /// Rotations per running-services case; raise with LIVE_ROTATIONS for stress runs.
-    static let rotations = Int(ProcessInfo.processInfo.environment["LIVE_ROTATIONS"] ?? "") ?? 4
+    static let rotations = TestKnobs.count("LIVE_ROTATIONS", default: 4)
     /// Service processes per running-services case (LIVE_SERVICES).
-    static let serviceCount = Int(ProcessInfo.processInfo.environment["LIVE_SERVICES"] ?? "") ?? 2
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let serviceCount = TestKnobs.count("LIVE_SERVICES", default: 2)
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 
     /// Who rotates while the services run.
     enum Rotator: String, CustomStringConvertible, CaseIterable {

@@ -31,18 +31,8 @@ struct MasterKeyRotationCLITests {
             try Fixture.createWithShell(at: directory.file("data/\(name).sqlite"), key: .passphrase(oldPassphrase), rows: 60, walMode: name == "c")
         }
         let digests = try names.map { try Fixture.digest(of: directory.file("data/\($0).sqlite"), with: KeyList(database: $0, keys: [DatabaseKey(id: "p1", source: .passphrase(oldPassphrase))])) }
-        var transcript: [String] = []
-        func rekey(_ arguments: [String], expect status: Int32) throws -> ProcessResult {
-            let result = try RekeyCLI.run(arguments, in: directory)
-            transcript.append("$ rekey " + arguments.map { $0.contains("*") ? "'\($0)'" : $0 }.joined(separator: " ") + "   # exit \(result.status)")
-            transcript.append(contentsOf: (result.stdout + result.stderr).split(separator: "\n").map { "  " + $0 })
-            #expect(result.status == status, "rekey \(arguments): \(result.stdout) \(result.stderr)")
-            for secret in [oldPassphrase, kekPassphrase] {
-                #expect(!(result.stdout + result.stderr).contains(secret), "a secret was printed")
-            }
-            return result
-        }
-        defer { print("master-key transcript:\n" + transcript.joined(separator: "\n")) }
+        let transcript = RekeyTranscript(in: directory, secrets: [oldPassphrase, kekPassphrase])
+        defer { print("master-key transcript:\n" + transcript.text) }
         func dataKeys() throws -> [String: String] {
             let file = try KeysFile.load(path: directory.file("Keys"))
             var keys: [String: String] = [:]
@@ -57,13 +47,14 @@ struct MasterKeyRotationCLITests {
         func databaseBytes() throws -> [Data] { try names.map { try Data(contentsOf: URL(fileURLWithPath: directory.file("data/\($0).sqlite"))) } }
 
         // A new data key, wrapped by kek-1; no key file.
-        _ = try rekey(["keys", "new", "--for", "data/*.sqlite", "--id", "d1", "--wrapped"], expect: 0)
+        let made = try transcript.rekey(["keys", "new", "--for", "data/*.sqlite", "--id", "d1", "--wrapped"], expect: 0)
+        #expect(made.stdout.hasSuffix("; rotate with: rekey --keys Keys --all\n"), "\(made.stdout)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("d1.key")))
         let d1 = try #require(try dataKeys()["d1"])
         #expect(try String(contentsOfFile: directory.file("Keys"), encoding: .utf8).hasPrefix("# Comments and layout survive every edit.\n"))
 
         // An ordinary rotation moves every database to it.
-        _ = try rekey(["--all"], expect: 0)
+        _ = try transcript.rekey(["--all"], expect: 0)
         for (name, digest) in zip(names, digests) {
             let path = directory.file("data/\(name).sqlite")
             #expect(try SQLCipherShell.opens(path, with: .hex(d1)), "\(name) opens with the data key")
@@ -75,7 +66,7 @@ struct MasterKeyRotationCLITests {
         // Master-key rotation: a new KEK, every data key rewrapped, no database touched.
         let bytesBefore = try databaseBytes()
         let keysBefore = try String(contentsOfFile: directory.file("Keys"), encoding: .utf8)
-        let rewrap = try rekey(["keys", "rewrap", "--new-kek", "kek-2", "--json"], expect: 0)
+        let rewrap = try transcript.rekey(["keys", "rewrap", "--new-kek", "kek-2", "--json"], expect: 0)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(rewrap.stdout.utf8)) as? [String: Any])
         #expect(report["rewrapped"] as? Int == 1 && report["keyEncryptionKeyID"] as? String == "kek-2")
         #expect(try databaseBytes() == bytesBefore, "no database byte changed")
@@ -86,14 +77,14 @@ struct MasterKeyRotationCLITests {
         #expect(try dataKeys()["d1"] == d1, "the data key is the same, only its wrapping changed")
 
         // kek-1 can go; kek-2 is current.
-        _ = try rekey(["keys", "retire-check", "--kek", "kek-1"], expect: 0)
-        let current = try rekey(["keys", "retire-check", "--kek", "kek-2"], expect: 3)
+        _ = try transcript.rekey(["keys", "retire-check", "--kek", "kek-1"], expect: 0)
+        let current = try transcript.rekey(["keys", "retire-check", "--kek", "kek-2"], expect: 3)
         #expect(current.stdout.contains("CURRENT key-encryption key"))
         let withoutOld = keysAfter.replacingOccurrences(of: "  - id: kek-1                 # the first master key\n    passphrase: \"\(kekPassphrase)\"\n    salt: 0f1e2d3c4b5a69788796a5b4c3d2e1f0\n", with: "")
         #expect(withoutOld != keysAfter)
         try withoutOld.write(toFile: directory.file("Keys"), atomically: true, encoding: .utf8)
         chmod(directory.file("Keys"), 0o600)
-        _ = try rekey(["--check", "--all"], expect: 0)
+        _ = try transcript.rekey(["--check", "--all"], expect: 0)
         for (name, digest) in zip(names, digests) {
             let path = directory.file("data/\(name).sqlite")
             let keys = try KeysFile.load(path: directory.file("Keys")).keyList(forDatabase: path)

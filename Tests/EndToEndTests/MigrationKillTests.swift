@@ -42,7 +42,7 @@ struct MigrationState: Equatable, CustomStringConvertible {
 
 @Suite("kill -9 during migrations", .serialized)
 struct MigrationKillTests {
-    static let trials = Int(ProcessInfo.processInfo.environment["MIGRATION_KILL_TRIALS"] ?? "") ?? 20
+    static let trials = TestKnobs.count("MIGRATION_KILL_TRIALS", default: 20)
     static let rows = 150_000
 
     @Test("a process killed at random instants while migrating leaves the database at a migration boundary, intact")
@@ -55,7 +55,7 @@ struct MigrationKillTests {
         let allowed = MigrationState.allowed(ledgerRows: Self.rows)
 
         // Calibrate with an uninterrupted run.
-        let (full, runTime) = try KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["migrate", path], environment: environment, directory: directory.path).uninterrupted()
+        let (full, runTime) = try KillTrial(executable: BuiltProduct.crashHarness, arguments: ["migrate", path], environment: environment, directory: directory.path).uninterrupted()
         #expect(full.status == 0, "\(full.stderr)")
         #expect(full.stdout == "applied: 0001_accounts,0002_ledger,0003_index\n")
 
@@ -64,7 +64,7 @@ struct MigrationKillTests {
         // For the stress table: "old" = stopped at an earlier migration boundary (or before the
         // file existed), "new" = every migration applied, mismatch = any state between boundaries.
         var tally = CrashTally(path: "kill -9: migration (150,000-row step)")
-        let harness = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["migrate", path], environment: environment, directory: directory.path)
+        let harness = KillTrial(executable: BuiltProduct.crashHarness, arguments: ["migrate", path], environment: environment, directory: directory.path)
         for _ in 0..<Self.trials {
             for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             try harness.killed(after: .nanoseconds(Int64(Double.random(in: 0...1) * runTime.seconds * 1e9)))

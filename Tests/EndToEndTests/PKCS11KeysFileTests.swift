@@ -58,7 +58,7 @@ struct PKCS11KeysFileTests {
     }
 
     func rekey(pin: String = SoftHSMToken.pin) throws -> ProcessResult {
-        try ProcessRunner.run(BuiltProduct.path("rekey"), ["--db", database, "--keys", keysFile], environment: try SoftHSMToken.childEnvironment(pin: pin))
+        try ProcessRunner.run(RekeyCLI.path, ["--db", database, "--keys", keysFile], environment: try SoftHSMToken.childEnvironment(pin: pin))
     }
 
     @Test("rekey --db rotates a passphrase database to a data key wrapped on the token; the library and the shell open it with that key only")

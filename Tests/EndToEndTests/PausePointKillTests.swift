@@ -52,7 +52,7 @@ struct PausePointKillTests {
             points += 1
 
             // The diagnosis: current (0) or needs rotation (3), never an error.
-            let check = try ProcessRunner.run(BuiltProduct.path("rekey"), ["--db", "app.sqlite", "--keys", "Keys", "--check"], currentDirectory: folder.folder.path)
+            let check = try ProcessRunner.run(RekeyCLI.path, ["--db", "app.sqlite", "--keys", "Keys", "--check"], currentDirectory: folder.folder.path)
             diagnoses[check.status, default: 0] += 1
             if ![0, 3].contains(check.status) { problems.append("\(event): rekey --check exited \(check.status): \(check.stderr.prefix(300))") }
             // The service starts again: on the current key, having written its row.
@@ -84,11 +84,9 @@ struct PausePointKillTests {
         private var errors: OutputLines!
 
         init(folder: LiveRotationFolder, environment: [String: String]) {
-            process.executableURL = URL(fileURLWithPath: BuiltProduct.path("crash-harness"))
+            process.executableURL = URL(fileURLWithPath: BuiltProduct.crashHarness)
             process.arguments = ["start", "Keys", "app.sqlite", folder.journalMode]
-            var all = environment
-            all["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-            process.environment = all
+            process.environment = ProcessRunner.withPATH(environment)
             process.currentDirectoryURL = URL(fileURLWithPath: folder.folder.path)
             process.standardOutput = outputPipe
             process.standardError = errorPipe

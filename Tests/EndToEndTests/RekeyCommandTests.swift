@@ -167,21 +167,32 @@ struct RekeyCommandTests {
     @Test("no key material in any output, even with --verbose logging")
     func noSecretsVerbose() throws {
         let fixture = try CLIFixture(kinds: [.passphrase, .hex, .envHex, .filePassphrase])
+        var outputs: [String] = []
         for arguments in [["--check"], ["--verbose"], ["--verbose", "--json"], ["--verbose", "--check"]] {
-            _ = try fixture.rekey(["--db", "app.sqlite"] + arguments)
+            let result = try fixture.rekey(["--db", "app.sqlite"] + arguments)
+            outputs += [result.stdout, result.stderr]
         }
-        let log = try fixture.rekey(["--db", "app.sqlite", "--verbose"])
-        #expect(log.stderr.contains("opened database"))
+        // The runs did print: a rotation, its verbose log, JSON.
+        let printed = outputs.joined(separator: "\n")
+        #expect(printed.contains("opened database") && printed.contains("rotated to \"k4\"") && printed.contains("{"), "\(printed)")
+        // No key of the ring, in any form it could be printed in (either case, half of it, the hex of its bytes).
+        #expect(fixture.ring.keys.count == 4)
+        for key in fixture.ring.keys {
+            let forms = SecretScan.forms(of: key.secret)
+            #expect(!forms.isEmpty)
+            for form in forms { #expect(!printed.contains(form), "key \(key.id) was printed as \"\(form)\"") }
+        }
+        #expect(TestSecrets.firstLeak(in: outputs) == nil)
     }
 
     @Test("a read-only file or folder (as an unprivileged user) is exit 77 with nothing changed",
-          .enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+          .enabled(if: OtherUser.canRunCommands))
     func readOnly() throws {
         let fixture = try CLIFixture(kinds: [.hex, .hex])
         // The Keys file holds key material: nobody's own, readable by nobody else.
         chown(fixture.directory.file("Keys"), 65534, 65534)
         chmod(fixture.directory.file("Keys"), 0o600)
-        let asNobody = "exec /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups"
+        let asNobody = OtherUser.commandPrefix
         // The file belongs to root: nobody can read it but not write it. Its mode is set here, not
         // left to the umask the suite runs under (077 would make it unreadable for nobody).
         #expect(chmod(fixture.path, 0o644) == 0)

@@ -129,7 +129,7 @@ struct SecretsCLITests {
         process.executableURL = URL(fileURLWithPath: RekeyCLI.path)
         process.arguments = ["--db", "app.sqlite", "--busy-timeout", "2", "--verbose"]
         process.currentDirectoryURL = URL(fileURLWithPath: fixture.directory.path)
-        process.environment = fixture.ring.environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) { $1 }
+        process.environment = ProcessRunner.withPATH(fixture.ring.environment)
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

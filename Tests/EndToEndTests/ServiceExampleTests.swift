@@ -51,9 +51,7 @@ struct ServiceExampleTests {
     }
 
     private func run(_ keysFile: String, _ database: String, _ ring: TestKeyring) throws -> ProcessResult {
-        var environment = ring.environment
-        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return try ProcessRunner.run(BuiltProduct.path("notes-service-example"), [keysFile, database], environment: environment,
+        try ProcessRunner.run(BuiltProduct.path("notes-service-example"), [keysFile, database], environment: ProcessRunner.withPATH(ring.environment),
                                      currentDirectory: (database as NSString).deletingLastPathComponent)
     }
 }

@@ -70,12 +70,12 @@ struct SystemdCredentialTests {
 
         var child = ProcessInfo.processInfo.environment
         child["CREDENTIALS_DIRECTORY"] = credentials
-        let check = try ProcessRunner.run(BuiltProduct.path("rekey"), ["--db", database, "--keys", keysFile, "--check"], environment: child)
+        let check = try ProcessRunner.run(RekeyCLI.path, ["--db", database, "--keys", keysFile, "--check"], environment: child)
         #expect(check.status == 0, "\(check.stderr)")
 
         // Outside a service (no CREDENTIALS_DIRECTORY) the KEK is unavailable, and the error says why.
         child["CREDENTIALS_DIRECTORY"] = nil
-        let outside = try ProcessRunner.run(BuiltProduct.path("rekey"), ["--db", database, "--keys", keysFile, "--check"], environment: child)
+        let outside = try ProcessRunner.run(RekeyCLI.path, ["--db", database, "--keys", keysFile, "--check"], environment: child)
         #expect(outside.status != 0 && outside.stderr.contains("CREDENTIALS_DIRECTORY is not set"), "\(outside.stderr)")
     }
 }

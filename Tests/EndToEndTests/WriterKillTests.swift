@@ -7,8 +7,8 @@ import TestSupport
 @Suite("A writer process while another process rotates", .serialized)
 struct WriterKillTests {
     /// Trials per journal mode; raise with WRITER_KILL_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["WRITER_KILL_TRIALS"] ?? "") ?? 8
-    static let seed = UInt64(ProcessInfo.processInfo.environment["REKEY_KILL_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let trials = TestKnobs.count("WRITER_KILL_TRIALS", default: 8)
+    static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 
     @Test("rekey killed at random instants while another process commits rows: every row the writer saw committed survives, and the file opens with one of the keys, intact",
           arguments: ["delete", "wal"])
@@ -32,9 +32,9 @@ struct WriterKillTests {
             """.utf8), attributes: [.posixPermissions: 0o600])
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "old", source: .hex(old)), DatabaseKey(id: "new", source: .hex(new))])
         let checker = WriterKillCheck(keys: keys, oldShellKey: .hex(old), newShellKey: .hex(new), baseline: baseline)
-        let writer = KillTrial(executable: BuiltProduct.path("crash-harness"), arguments: ["write", path],
+        let writer = KillTrial(executable: BuiltProduct.crashHarness, arguments: ["write", path],
                                environment: ["HARNESS_OLD_KEY_HEX": old, "HARNESS_NEW_KEY_HEX": new], directory: folder.path)
-        let rotator = KillTrial(executable: BuiltProduct.path("rekey"), arguments: ["--db", "app.sqlite", "--json"], environment: [:], directory: folder.path)
+        let rotator = KillTrial(executable: RekeyCLI.path, arguments: ["--db", "app.sqlite", "--json"], environment: [:], directory: folder.path)
 
         // Calibrate: one uninterrupted rotation while the writer runs.
         try reset(path, from: fixture)

@@ -10,4 +10,7 @@ public enum BuiltProduct {
         let bundle = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return bundle.deletingLastPathComponent().appendingPathComponent(name).path
     }
+
+    /// The `crash-harness` executable (the `rekey` one is ``RekeyCLI/path``).
+    public static let crashHarness = path("crash-harness")
 }

@@ -10,7 +10,7 @@ import Foundation
 public final class HangGuard: @unchecked Sendable {
     /// The limit of a child that should end by itself: 300 s, or TEST_HANG_LIMIT seconds (for
     /// stress sizes that make a run longer).
-    public static let defaultLimit = Duration.seconds(Int(ProcessInfo.processInfo.environment["TEST_HANG_LIMIT"] ?? "") ?? 300)
+    public static let defaultLimit = Duration.seconds(TestKnobs.count("TEST_HANG_LIMIT", default: 300))
 
     private let process: Process
     private let lock = NSLock()

@@ -10,9 +10,7 @@ public struct KillTrial: Sendable {
     public init(executable: String, arguments: [String], environment: [String: String], directory: String) {
         self.executable = executable
         self.arguments = arguments
-        var environment = environment
-        environment["PATH"] = environment["PATH"] ?? ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        self.environment = environment
+        self.environment = ProcessRunner.withPATH(environment)
         self.directory = directory
     }
 

@@ -14,6 +14,14 @@ public enum OtherUser {
     /// `true` when this process may switch (it runs as root).
     public static var isAvailable: Bool { getuid() == 0 }
 
+    /// The shell prefix that runs a command as `nobody` (util-linux's `setpriv`), for
+    /// ``RekeyCLI/runWrapped(_:_:in:environment:)``.
+    public static let commandPrefix = "exec /usr/bin/setpriv --reuid=\(nobody) --regid=\(nobody) --clear-groups"
+
+    /// `true` when a child process can be run as `nobody` with ``commandPrefix``: this process is
+    /// root and `setpriv` is installed.
+    public static var canRunCommands: Bool { isAvailable && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") }
+
     /// Runs `body` as `nobody` (for file permissions) on a thread of its own and returns its result.
     public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
         let box = ResultBox<T>()

@@ -60,10 +60,20 @@ public enum ProcessRunner {
     /// Ignores SIGPIPE for the whole test process, once.
     private static let ignoreBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()
 
+    /// This process's PATH, or `/usr/bin:/bin` when it has none: what children are given to find
+    /// the tools they run.
+    public static var inheritedPATH: String { ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin" }
+
+    /// `environment` with ``inheritedPATH`` as its PATH unless it names one itself.
+    public static func withPATH(_ environment: [String: String]) -> [String: String] {
+        var environment = environment
+        if environment["PATH"] == nil { environment["PATH"] = inheritedPATH }
+        return environment
+    }
+
     /// Finds an executable on the PATH.
     public static func which(_ name: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for folder in path.split(separator: ":") {
+        for folder in inheritedPATH.split(separator: ":") {
             let candidate = "\(folder)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }

@@ -54,9 +54,9 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
 @Suite("Power cut at every durable step (simulated through the file-operations seam)", .serialized)
 struct PowerCutTests {
     /// Trials per path; raise with POWER_CUT_TRIALS for stress runs.
-    static let trials = Int(ProcessInfo.processInfo.environment["POWER_CUT_TRIALS"] ?? "") ?? 40
+    static let trials = TestKnobs.count("POWER_CUT_TRIALS", default: 40)
     /// The seed of the first trial; set POWER_CUT_SEED to replay a run.
-    static let seed = UInt64(ProcessInfo.processInfo.environment["POWER_CUT_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64(UInt32.max))
+    static let seed = TestKnobs.seed("POWER_CUT_SEED")
 
     @Test("a power cut before any durable step of the path leaves the old file or the complete new one, never a damaged or missing database",
           arguments: PowerCutPath.all)

@@ -1,7 +1,9 @@
+import ArgumentParser
 import Foundation
 import Logging
 
-/// The command line: `notes-server serve …` or `notes-server seed …` (see the README).
+/// What `notes-server serve …` or `notes-server seed …` was asked to do (see the README), from
+/// the command line that ``NotesServer`` parses.
 ///
 /// Keys never come from the environment or the command line: `--keys` names a Keys file, and
 /// without it the server reads the systemd credential `notes-keys` (`LoadCredential=` or
@@ -9,9 +11,6 @@ import Logging
 /// files the Keys file names (`file:`, relative to the Keys file's folder: other credentials of the
 /// same unit).
 struct ServerOptions: Sendable {
-    enum Command: String, Sendable { case serve, seed }
-
-    var command: Command
     var database: String
     var keysFile: String
     var host = "127.0.0.1"
@@ -24,56 +23,60 @@ struct ServerOptions: Sendable {
 
     /// The systemd credential that holds the Keys file when `--keys` is not given.
     static let credentialName = "notes-keys"
+}
 
-    static let usage = """
-        usage: notes-server serve --db PATH [--keys FILE] [--host 127.0.0.1] [--port 8080] [--readers 4]
-                                  [--busy-timeout SECONDS] [--health-interval SECONDS] [--log-level info]
-               notes-server seed  --db PATH [--keys FILE] --size-mb N
-        Without --keys, the Keys file is the systemd credential "\(credentialName)" ($CREDENTIALS_DIRECTORY/\(credentialName)).
-        """
+/// The options `serve` and `seed` share: the database, its Keys file, the log level.
+struct DatabaseArguments: ParsableArguments {
+    @Option(name: .customLong("db"), help: ArgumentHelp("The database file.", valueName: "path"))
+    var database: String
 
-    /// Parses `arguments` (without the program's name); `environment` is read for
-    /// `CREDENTIALS_DIRECTORY` only.
-    init(arguments: [String], environment: [String: String]) throws(UsageError) {
-        guard let first = arguments.first, let command = Command(rawValue: first) else { throw UsageError("name a command: serve or seed") }
-        self.command = command
-        var values: [String: String] = [:]
-        var rest = arguments.dropFirst()
-        while let name = rest.popFirst() {
-            guard name.hasPrefix("--"), let value = rest.popFirst() else { throw UsageError("unexpected argument \(name)") }
-            values[String(name.dropFirst(2))] = value
-        }
-        func take(_ name: String) -> String? { values.removeValue(forKey: name) }
-        func number(_ name: String, _ range: ClosedRange<Int>) throws(UsageError) -> Int? {
-            guard let text = take(name) else { return nil }
-            guard let value = Int(text), range.contains(value) else { throw UsageError("--\(name) must be a number in \(range)") }
-            return value
-        }
-        guard let database = take("db") else { throw UsageError("--db is required") }
-        self.database = database
-        if let keys = take("keys") {
-            keysFile = keys
-        } else if let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty {
-            keysFile = folder + "/" + Self.credentialName
-        } else {
-            throw UsageError("no Keys file: give --keys, or run under systemd with the credential \(Self.credentialName)")
-        }
-        if let host = take("host") { self.host = host }
-        port = try number("port", 0...65535) ?? port
-        readers = try number("readers", 0...64) ?? readers
-        healthInterval = try number("health-interval", 0...86400) ?? healthInterval
-        busyTimeout = try number("busy-timeout", 1...3600) ?? busyTimeout
-        sizeMB = try number("size-mb", 0...1_000_000) ?? sizeMB
-        if let level = take("log-level") {
-            guard let parsed = Logger.Level(rawValue: level) else { throw UsageError("--log-level: trace, debug, info, notice, warning, error or critical") }
-            logLevel = parsed
-        }
-        if let unknown = values.keys.sorted().first { throw UsageError("unknown option --\(unknown)") }
+    @Option(name: .customLong("keys"), help: ArgumentHelp(
+        "The Keys file. Without it, the systemd credential \"\(ServerOptions.credentialName)\" ($CREDENTIALS_DIRECTORY/\(ServerOptions.credentialName)).",
+        valueName: "file"))
+    var keysFile: String?
+
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical (default: info).", valueName: "level"),
+            transform: { text in
+                guard let level = Logger.Level(rawValue: text) else {
+                    throw ValidationError("--log-level: trace, debug, info, notice, warning, error or critical")
+                }
+                return level
+            })
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        try RepeatedOptions.refuse(in: CommandLine.arguments.dropFirst())
+        _ = try resolvedKeysFile(environment: ProcessInfo.processInfo.environment)
     }
 
-    /// A bad command line: the message, then the usage.
-    struct UsageError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
+    /// `--keys`, or the credential in `environment`'s `CREDENTIALS_DIRECTORY` (the only variable read).
+    func resolvedKeysFile(environment: [String: String]) throws -> String {
+        if let keysFile { return keysFile }
+        if let folder = environment["CREDENTIALS_DIRECTORY"], !folder.isEmpty { return folder + "/" + ServerOptions.credentialName }
+        throw ValidationError("no Keys file: give --keys, or run under systemd with the credential \(ServerOptions.credentialName)")
     }
+
+    /// The options with these values and the defaults for the rest.
+    func options() throws -> ServerOptions {
+        ServerOptions(database: database, keysFile: try resolvedKeysFile(environment: ProcessInfo.processInfo.environment), logLevel: logLevel)
+    }
+}
+
+/// Refuses an option given twice: the parser would keep the last value without a word, so that
+/// `--port 80 … --port 8080` in a unit file and a drop-in would quietly pick one.
+enum RepeatedOptions {
+    /// - Throws: `ValidationError` naming the first option that occurs more than once in `arguments`
+    ///   (as `--name value` or `--name=value`).
+    static func refuse(in arguments: some Collection<String>) throws {
+        var seen: Set<Substring> = []
+        for argument in arguments where argument.hasPrefix("--") && argument != "--" {
+            let name = argument.split(separator: "=", maxSplits: 1)[0]
+            guard seen.insert(name).inserted else { throw ValidationError("\(name) was given more than once: give each option once") }
+        }
+    }
+}
+
+/// Checks that `value` of `--name` is in `range`.
+func requireNumber(_ value: Int, in range: ClosedRange<Int>, _ name: String) throws {
+    guard range.contains(value) else { throw ValidationError("--\(name) must be a number in \(range)") }
 }
