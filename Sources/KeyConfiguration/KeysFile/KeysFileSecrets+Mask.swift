@@ -5,7 +5,7 @@ import Foundation
 
 extension KeysFileSecrets {
     /// YAML's punctuation, white space and line breaks: kept as they are in the masked copy.
-    private static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
+    static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
     private static let letters: [UInt8] = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
 
     /// `bytes` with every other byte replaced by a letter. Each run of such bytes becomes a run of
