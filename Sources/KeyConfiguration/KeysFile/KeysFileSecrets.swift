@@ -283,11 +283,14 @@ struct Finder {
     }
 
     private func readDoubleQuoted(from start: Int, location: String, oneLine: String) throws(Failure) -> (Range<Int>, SecretBytes) {
-        // Decoded into a buffer as large as the raw text (escapes only shrink it), then copied.
+        // Decoded into a buffer twice as large as the rest of the line (the value ends on it, and
+        // no escape grows more than half: `\L` and `\P` give 3 bytes), then copied.
+        var lineEnd = start + 1
+        while lineEnd < file.count, !isBreak(file[lineEnd]) { lineEnd += 1 }
         var end = start + 1
         var count = 0
         var problem: String?
-        let scratch = SecretBytes(count: masked.count - start) { buffer in
+        let scratch = SecretBytes(count: 2 * (lineEnd - start)) { buffer in
             func append(_ byte: UInt8) { buffer[count] = byte; count += 1 }
             func appendScalar(_ value: UInt32) -> Bool {
                 guard let scalar = Unicode.Scalar(value) else { return false }
