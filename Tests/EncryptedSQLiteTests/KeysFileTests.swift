@@ -116,6 +116,11 @@ struct KeysFileTests {
             // Not a near miss of a field name: possibly a key, so not shown.
             ("databases:\n  - path: a.sqlite\n    extra: 1\n    keys: []\n", { if case .unknownField(_, _, KeyConfigurationError.hiddenFieldName, _) = $0 { true } else { false } }),
             ("databases:\n  - path: \"\"\n    keys: []\n", { if case .keysFileInvalid = $0 { true } else { false } }),
+            // The same field twice, once spelled with an escape (equal only once unmasked).
+            ("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        \"pass\\x70hrase\": \"\(secret)\"\n        passphrase: \"\(secret)\"\n",
+             { if case .keysFileInvalid(_, "line 4, column 9", "a field appears twice (passphrase); keep one") = $0 { true } else { false } }),
+            // An anchor name that libyaml refuses in the file is refused in the masked copy too.
+            ("databases:\n  - &tenänt\n    path: a.sqlite\n    keys: []\n", { if case .keysFileInvalid(_, _, let p) = $0 { p.contains("not valid YAML") } else { false } }),
         ]
         for (yaml, matches) in cases {
             let path = write(yaml)

@@ -26,9 +26,13 @@ extension Finder {
         case .mapping(let mapping):
             var pairs: [(Node, Node)] = []
             pairs.reserveCapacity(mapping.count)
+            var escapedKey = false
             for (key, value) in mapping {
+                // An escape masks as `\a`: keys that differ in the masked copy may be equal text.
+                if case .scalar(let scalar) = key, scalar.string.utf8.contains(7) { escapedKey = true }
                 pairs.append((try unmasked(key, placeholders: placeholders), try unmasked(value, placeholders: placeholders)))
             }
+            if escapedKey { try refuseDuplicateKeys(pairs, mark: mapping.mark) }
             return .mapping(Node.Mapping(pairs, mapping.tag, mapping.style, mapping.mark))
         case .sequence(let sequence):
             var nodes: [Node] = []
@@ -81,6 +85,19 @@ extension Finder {
         return Node.Scalar(String(decoding: bytes, as: UTF8.self), scalar.tag, scalar.style, scalar.mark)
     }
 
+    /// The duplicate-key check of the composer, again on the keys' own text, as Yams words it.
+    private func refuseDuplicateKeys(_ pairs: [(Node, Node)], mark: Mark?) throws(KeysFileSecrets.Failure) {
+        var seen: Set<String> = []
+        var duplicates: [String] = []
+        for (key, _) in pairs {
+            guard case .scalar(let scalar) = key else { continue }
+            if !seen.insert(scalar.string).inserted, !duplicates.contains(scalar.string) { duplicates.append(scalar.string) }
+        }
+        guard !duplicates.isEmpty else { return }
+        let shown = duplicates.map { KeyConfigurationError.shownFieldName($0) }
+        throw KeysFileSecrets.Failure(location: place(mark), problem: "a field appears twice (\(shown.joined(separator: ", "))); keep one")
+    }
+
     /// The end (after the closing quote) of the double-quoted scalar whose opening quote is at
     /// `start`, when it holds an escape; `nil` when it holds none.
     private func escapedScalarEnd(from start: Int) -> Int? {
@@ -107,12 +124,31 @@ extension Finder {
         do {
             composed = try Yams.compose(yaml: String(decoding: UnsafeRawBufferPointer(rebasing: file[range]), as: UTF8.self), .basic)
         } catch let error as YamlError {
-            throw KeysFileSecrets.Failure(location: place(scalar.mark), problem: KeysFile.problem(of: error))
+            throw KeysFileSecrets.Failure(location: location(of: error, inScalarAt: range.lowerBound) ?? place(scalar.mark), problem: KeysFile.problem(of: error))
         } catch {
             throw unreadable(scalar)
         }
         guard case .scalar(let alone) = composed else { throw unreadable(scalar) }
         return Node.Scalar(alone.string, scalar.tag, scalar.style, scalar.mark)
+    }
+
+    /// Where in the file an error of a scalar composed alone is: its mark is counted from the
+    /// scalar's first byte at `start`. The column is counted in characters, as libyaml counts it.
+    private func location(of error: YamlError, inScalarAt start: Int) -> String? {
+        let mark: Mark
+        switch error {
+        case let .scanner(_, _, found, _), let .parser(_, _, found, _), let .composer(_, _, found, _): mark = found
+        default: return nil
+        }
+        var low = 0
+        var high = lineStarts.count - 1
+        while low < high {
+            let middle = (low + high + 1) / 2
+            if lineStarts[middle] <= start { low = middle } else { high = middle - 1 }
+        }
+        guard mark.line == 1 else { return "line \(low + mark.line), column \(mark.column)" }
+        let before = file[lineStarts[low]..<start].filter { $0 & 0xC0 != 0x80 }.count
+        return "line \(low + 1), column \(before + mark.column)"
     }
 
     private func unreadable(_ scalar: Node.Scalar) -> KeysFileSecrets.Failure {
