@@ -55,7 +55,7 @@ let package = Package(
         .target(
             name: "CipherFormats",
             dependencies: [
-                "SQLCipherConnection", "COpenSSLCrypto",
+                "SQLCipherConnection", "DurableFiles", "COpenSSLCrypto",
                 // PBKDF2-HMAC-SHA512 and HMAC-SHA512, to recognise a file SQLCipher 4 wrote.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -109,7 +109,7 @@ let package = Package(
         // fixtures, content digests, the pausing VFS's Swift side). Not a product.
         .target(
             name: "TestSupport",
-            dependencies: ["EncryptedSQLite", "PausingVFS"],
+            dependencies: ["EncryptedSQLite", "CipherFormats", "KeyConfiguration", "PausingVFS"],
             path: "Tests/TestSupport"
         ),
         // The tests, by layer, bottom up (as the library's targets): each target tests one module,
@@ -174,7 +174,7 @@ let package = Package(
         // A small program the crash tests run and kill -9 (not a product).
         .executableTarget(
             name: "crash-harness",
-            dependencies: ["EncryptedSQLite", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["EncryptedSQLite", "DurableFiles", "TestSupport", .product(name: "Logging", package: "swift-log")],
             path: "Tests/CrashHarness"
         ),
         // Benchmarks against the raw SQLCipher C API (release build; see Benchmarks/README.md).

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 
-/// Checks the shape of the source tree that the compiler does not: file sizes, and the one-way order
-/// of the folders inside the EncryptedSQLite module, which the Architecture article states.
-@Suite("Architecture: source file sizes and the folder order of the Architecture article")
+/// Checks the shape of the source tree that the compiler does not: file sizes, the one-way order
+/// of the folders inside the EncryptedSQLite module, which the Architecture article states, that only
+/// SQLCipherConnection reaches SQLite's C API, and that every target imports only what it declares.
+@Suite("Architecture: source file sizes, the folder order of the Architecture article, and the one path to SQLite")
 struct ArchitectureTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     static let sources = repository + "/Sources"
@@ -41,7 +42,71 @@ struct ArchitectureTests {
         for violation in Self.violations(order: order, files: files) { Issue.record(Comment(rawValue: violation)) }
     }
 
+    @Test("only SQLCipherConnection calls sqlite3_* functions or imports CSQLCipher: the one path to SQLite")
+    func onePathToSQLite() throws {
+        for path in try Self.swiftFiles(under: Self.sources) where !path.hasPrefix(Self.sources + "/" + Self.connectionTarget + "/") {
+            for use in Self.sqliteUses(path: Self.relative(path), text: try String(contentsOfFile: path, encoding: .utf8)) {
+                Issue.record(Comment(rawValue: use))
+            }
+        }
+    }
+
+    @Test("every target imports only the targets and products Package.swift declares for it")
+    func declaredImports() throws {
+        let targets = Self.declaredTargets(inManifest: try String(contentsOfFile: Self.manifest, encoding: .utf8))
+        #expect(targets.contains { $0.name == Self.connectionTarget && $0.dependencies.contains("CSQLCipher") }, "Package.swift was not read: no \(Self.connectionTarget) target found")
+        for target in targets where !target.isTest {
+            let files = try Self.swiftFiles(under: Self.repository + "/" + target.folder).map { path in
+                (path: Self.relative(path), text: try String(contentsOfFile: path, encoding: .utf8))
+            }
+            for message in Self.undeclaredImports(target: target, files: files) { Issue.record(Comment(rawValue: message)) }
+        }
+    }
+
     // MARK: Controls: the check finds what it should
+
+    @Test("the module checks report a C call, an import of CSQLCipher and an undeclared import, and not comments or strings")
+    func moduleControl() {
+        let uses = Self.sqliteUses(path: "Low/Bad.swift", text: """
+            import CSQLCipher
+            /// Calls `sqlite3_rekey(handle, …)`, in a doc comment only.
+            let message = "sqlite3_backup_finish(x) returned"  // sqlite3_step(statement)
+            let code = sqlite3_step (statement)
+            let type = sqlite3_destructor_type.self
+            """)
+        #expect(uses == [
+            "Low/Bad.swift:1 imports CSQLCipher: only SQLCipherConnection may (put the call behind an API there)",
+            "Low/Bad.swift:4 calls sqlite3_step: only SQLCipherConnection calls SQLite's C API (put the call behind an API there)",
+        ])
+        let targets = Self.declaredTargets(inManifest: """
+            let package = Package(
+                dependencies: [.package(url: "https://example.com/yams", from: "6.0.0")],  // not a target
+                targets: [
+                    .target(name: "Low"),
+                    // .target(name: "Commented", dependencies: ["Other"]),
+                    .target(name: "High", dependencies: ["Low", .product(name: "Yams", package: "yams-package"), .target(name: "Side")]),
+                    .executableTarget(name: "my-tool", dependencies: ["High"], path: "Tools/Mine"),
+                    .testTarget(name: "HighTests", dependencies: ["High"]),
+                ]
+            )
+            """)
+        #expect(targets == [
+            DeclaredTarget(name: "Low", folder: "Sources/Low", dependencies: [], isTest: false),
+            DeclaredTarget(name: "High", folder: "Sources/High", dependencies: ["Low", "Yams", "Side"], isTest: false),
+            DeclaredTarget(name: "my-tool", folder: "Tools/Mine", dependencies: ["High"], isTest: false),
+            DeclaredTarget(name: "HighTests", folder: "Tests/HighTests", dependencies: ["High"], isTest: true),
+        ])
+        let imports = Self.undeclaredImports(target: targets[1], files: [(path: "Sources/High/A.swift", text: """
+            import Foundation
+            @_exported import Low
+            // import Hidden
+            package import struct Yams.Node
+            import Hidden
+            let text = "import Other"
+            """)])
+        #expect(imports == ["Sources/High/A.swift:5 imports Hidden, which target High does not declare in Package.swift: add it to its dependencies"])
+    }
+
 
     @Test("the check reports a type of a later folder, and not one of an earlier folder, a comment or a string")
     func control() {

@@ -50,6 +50,47 @@ struct KeysFileTests {
         #expect(file.entry(forDatabase: directory.path + "/./sub/../app.sqlite") != nil)
     }
 
+    @Test("values in every YAML style keep their own text: the file is parsed once, masked, and each scalar read back")
+    func everyScalarStyle() throws {
+        let hex = TestKeys.hex()
+        let path = write("""
+            databases:
+              - path: "t\\u00e9nants/caf\\xE9 \\"q\\".sqlite"   # escapes in double quotes
+                keys:
+                  - id: 'it''s ü 🔑'
+                    passphrase: "pass: \\"word\\""
+                  - id: >-
+                      folded
+                      id
+                    env: APP_KEY_1
+                    format: &format passphrase
+                  - id: plain
+                      continued  # a comment
+                    hex: \(hex)
+                  - id: |
+                      literal
+                    env: APP_KEY_3
+                    format: *format
+                  - {id: "flow \\t tab
+                      two", env: APP_KEY_2, format: hex}
+            """)
+        let file = try KeysFile.load(path: path)
+        #expect(file.entries.map(\.configuredPath) == ["ténants/café \"q\".sqlite"])
+        let keys = file.entries[0].keys
+        #expect(keys.map(\.id) == ["it's ü 🔑", "folded id", "plain continued", "literal\n", "flow \t tab two"])
+        let sources = keys.map { key -> String in
+            switch key.source {
+            case .environment(let variable, let format): return "\(variable) \(format)"
+            case .passphrase: return "passphrase"
+            case .hex: return "hex"
+            default: return "other"
+            }
+        }
+        #expect(sources == ["passphrase", "APP_KEY_1 passphrase", "hex", "APP_KEY_3 passphrase", "APP_KEY_2 hex"])
+        let list = try file.keyList(forDatabase: file.entries[0].path, environment: ["APP_KEY_1": "one", "APP_KEY_3": "three", "APP_KEY_2": TestKeys.hex()])
+        #expect(list.ids == keys.map(\.id))
+    }
+
     @Test("a hex key made only of digits still loads as text")
     func numericHex() throws {
         let digits = String(repeating: "1234567890", count: 7).prefix(64)
@@ -76,6 +117,11 @@ struct KeysFileTests {
             // Not a near miss of a field name: possibly a key, so not shown.
             ("databases:\n  - path: a.sqlite\n    extra: 1\n    keys: []\n", { if case .unknownField(_, _, KeyConfigurationError.hiddenFieldName, _) = $0 { true } else { false } }),
             ("databases:\n  - path: \"\"\n    keys: []\n", { if case .keysFileInvalid = $0 { true } else { false } }),
+            // The same field twice, once spelled with an escape (equal only once unmasked).
+            ("databases:\n  - path: a.sqlite\n    keys:\n      - id: k\n        \"pass\\x70hrase\": \"\(secret)\"\n        passphrase: \"\(secret)\"\n",
+             { if case .keysFileInvalid(_, "line 4, column 9", "a field appears twice (passphrase); keep one") = $0 { true } else { false } }),
+            // An anchor name that libyaml refuses in the file is refused in the masked copy too.
+            ("databases:\n  - &tenänt\n    path: a.sqlite\n    keys: []\n", { if case .keysFileInvalid(_, _, let p) = $0 { p.contains("not valid YAML") } else { false } }),
         ]
         for (yaml, matches) in cases {
             let path = write(yaml)

@@ -14,7 +14,7 @@ package final class SecretBytes: @unchecked Sendable, CustomStringConvertible, C
 
     /// Copies `bytes` into a new buffer.
     package convenience init(copying bytes: some Collection<UInt8>) {
-        self.init(count: bytes.count) { buffer in _ = buffer.initializeMemory(as: UInt8.self, from: bytes) }
+        self.init(count: bytes.count) { buffer in _ = buffer.initializeMemory(as: UInt8.self, fromContentsOf: bytes) }
     }
 
     /// A buffer of `count` bytes filled by `fill`, which receives the buffer, zeroed.

@@ -1,29 +1,7 @@
-import CSQLCipher
 import Foundation
 import SQLCipherConnection
 
 extension Connection {
-    /// The outcome of `sqlite3_rekey`: its return code and the connection's message after it.
-    ///
-    /// SQLCipher 3.4.1 returns `SQLITE_OK` even when it changed nothing (read-only handle, I/O
-    /// error, full disk, lock not obtained), so callers must verify the result on a fresh
-    /// connection; ``InPlaceRotation`` does.
-    package struct RekeyOutcome {
-        package let code: Int32
-        package let message: String
-        package var reportedSuccess: Bool { code == SQLITE_OK }
-    }
-
-    /// Rewrites every page of the main database with `key`'s material, in one write transaction,
-    /// keeping the connection's cipher settings (the caller rekeys only between keys that write
-    /// the same format). The key is passed through the C API, never as SQL text.
-    package func rekey(to key: CipherKey) -> RekeyOutcome {
-        let code = key.withSQLCipherBytes { bytes in
-            sqlite3_rekey(handle, bytes.baseAddress, Int32(bytes.count))
-        }
-        return RekeyOutcome(code: code, message: String(cString: sqlite3_errmsg(handle)))
-    }
-
     /// Opens `path` keyed with `key`, its material and the settings of the file it opens, or
     /// unkeyed when `key` is `nil`: the one way the library opens a keyed connection. The settings
     /// run right after the key, before anything is read; the process-wide `cipher_default_*`
@@ -53,27 +31,7 @@ extension Connection {
     /// settings. The key is bound as a parameter of `ATTACH … KEY ?`, never put in SQL text, and
     /// is always given explicitly (an ATTACH without KEY may inherit the main key or write plaintext).
     package func attach(path: String, as schema: String, key: CipherKey?) throws {
-        let sql = "ATTACH DATABASE ? AS \(schema) KEY ?"
-        #if DEBUG
-        observation?.record(.prepared(sql))
-        #endif
-        var statement: OpaquePointer?
-        var code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard code == SQLITE_OK, let statement else { throw error(code: code, sql: sql) }
-        defer { sqlite3_finalize(statement) }
-        sqlite3_bind_text(statement, 1, path, -1, sqliteTransient)
-        if let key {
-            code = key.withSQLCipherBytes { bytes in
-                sqlite3_bind_blob(statement, 2, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
-            }
-        } else {
-            code = sqlite3_bind_text(statement, 2, "", 0, sqliteTransient)
-        }
-        guard code == SQLITE_OK else { throw error(code: code, sql: sql) }
-        code = sqlite3_step(statement)
-        // Drop the statement's copy of the key before anything else runs.
-        sqlite3_clear_bindings(statement)
-        guard code == SQLITE_DONE else { throw error(code: code, sql: sql) }
+        try attachDatabase(path: path, as: schema, key: key)
         guard let key else { return }
         // A new file is written through an attached database: never with a process-wide HMAC salt
         // mask of its own (the key list refuses such a current key).

@@ -118,8 +118,8 @@ public struct KeysFile: Sendable {
         }
         let document: KeysFileDocument
         do {
-            // Scalars are read as text (the basic resolver): the format's fields say what each is.
-            document = try KeysFileDocument(Yams.compose(yaml: secrets.text, .basic))
+            // The nodes of the one parse (KeysFileSecrets), secret values as placeholders.
+            document = try KeysFileDocument(secrets.root)
         } catch {
             throw Self.configurationError(decoding: error, path: path)
         }

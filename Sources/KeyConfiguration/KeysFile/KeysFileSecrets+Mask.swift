@@ -5,8 +5,14 @@ import Foundation
 
 extension KeysFileSecrets {
     /// YAML's punctuation, white space and line breaks: kept as they are in the masked copy.
-    private static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
+    static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
     private static let letters: [UInt8] = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+
+    /// `true` for the bytes an anchor or alias name may hold besides `-`: ASCII letters, digits, `_`.
+    private static func isAnchorByte(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "_")
+    }
 
     /// `bytes` with every other byte replaced by a letter. Each run of such bytes becomes a run of
     /// letters of the same length that numbers the distinct runs in order of appearance (found by
@@ -52,6 +58,12 @@ extension KeysFileSecrets {
                     masked[position] = letters[digits % letters.count]
                     digits /= letters.count
                 }
+            }
+            // An anchor or alias name (after `&` or `*`) may hold only ASCII letters, digits and
+            // `_`: its first other byte masks as `~`, which libyaml refuses there as in the file.
+            if index > 0, bytes[index - 1] == UInt8(ascii: "&") || bytes[index - 1] == UInt8(ascii: "*"),
+               let invalid = (index..<end).first(where: { !isAnchorByte(bytes[$0]) }) {
+                masked[invalid] = UInt8(ascii: "~")
             }
             index = end
         }

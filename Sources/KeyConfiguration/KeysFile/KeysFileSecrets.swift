@@ -3,25 +3,28 @@ import Foundation
 import Yams
 
 /// The `passphrase:` and `hex:` values of a Keys file, read straight from the file's bytes into
-/// ``KeyText`` buffers, and the text the YAML decoder gets instead: the same file with each of
-/// those values replaced by a placeholder. The parser (libyaml, Yams) therefore never sees key
-/// material, and no `String` ever holds it.
+/// ``KeyText`` buffers, and the node tree the document is read from, in which each of those values
+/// is a placeholder. The parser (libyaml, Yams) never sees key material, so no parse error can
+/// quote it, and no `String` ever holds it.
 ///
-/// The values are found in two passes. First, a masked copy of the file, in which every byte that
-/// is not YAML punctuation or white space is replaced by a letter (so it has the same structure,
-/// lines, columns, anchors and aliases, and no key material), is composed into nodes; each value of a `passphrase`
-/// or `hex` field is located by its node's line, column and style, and its bytes are copied from
-/// the file. Then the placeholders go in. Values written on one line (plain, single-quoted or
-/// double-quoted) are read byte-exactly; block scalars (`|`, `>`) and values spread over several
-/// lines are refused, as are YAML tags (`!!binary`, `!str`), which the format does not define.
+/// The YAML text is parsed once: a masked copy of the file, in which every byte that is not YAML
+/// punctuation or white space is replaced by a letter (so it has the same structure, lines,
+/// columns, anchors and aliases, and no key material), is composed into nodes. Each value of a
+/// `passphrase` or `hex` field is located by its node's line, column and style, and its bytes are
+/// copied from the file; every other scalar gets its own text back from the file's bytes (see
+/// ``Finder/unmasked(_:placeholders:)``), and each secret value becomes its placeholder. Values
+/// written on one line (plain, single-quoted or double-quoted) are read byte-exactly; block
+/// scalars (`|`, `>`) and values spread over several lines are refused, as are YAML tags
+/// (`!!binary`, `!str`), which the format does not define.
 struct KeysFileSecrets {
-    /// The Keys file's text with every secret value replaced by a placeholder.
-    let text: String
+    /// The Keys file's nodes (`nil` for an empty document) with every scalar's own text, except
+    /// the secret values, each replaced by its ``placeholder(_:)``.
+    let root: Node?
     /// The secret values, by placeholder number.
     let values: [KeyText]
 
-    /// The placeholder for value `index`: a double-quoted scalar no Keys file can otherwise contain
-    /// as a `passphrase:` or `hex:` value (every such value is replaced).
+    /// The placeholder for value `index`, the one place its text is made: a scalar no Keys file
+    /// can otherwise hold as a `passphrase:` or `hex:` value (every such value is replaced).
     static func placeholder(_ index: Int) -> String { "\u{1}key-text-\(index)" }
 
     /// The value a decoded `passphrase:` or `hex:` field stands for; `nil` when the field was not
@@ -48,32 +51,23 @@ struct KeysFileSecrets {
         let bytes = UnsafeRawBufferPointer(rebasing: file[start...])
         guard Self.isValidUTF8(bytes) else { throw Failure(location: "the file", problem: "it is not UTF-8 text") }
         let (masked, maskedFieldNames) = Self.maskWithFieldNames(bytes)
-        let root: Node?
+        let maskedRoot: Node?
         do {
-            // The basic resolver: every scalar is text (the masked copy's tags mean nothing).
-            root = try Yams.compose(yaml: String(decoding: masked, as: UTF8.self), .basic)
+            // The one parse of the file. The basic resolver: every scalar is text (the format's
+            // fields say what each is; the masked copy's tags mean nothing).
+            maskedRoot = try Yams.compose(yaml: String(decoding: masked, as: UTF8.self), .basic)
         } catch let error as YamlError {
             throw Self.failure(of: error)
         } catch {
             throw Failure(location: "the file", problem: "not valid YAML")
         }
         var finder = Finder(file: bytes, masked: masked, maskedSecretFieldNames: maskedFieldNames)
-        if let root { try finder.visit(root, inFlow: false) }
-        // Values are replaced in file order.
+        if let maskedRoot { try finder.visit(maskedRoot, inFlow: false) }
+        // Values are numbered in file order.
         let order = finder.ranges.indices.sorted { finder.ranges[$0].lowerBound < finder.ranges[$1].lowerBound }
-        finder.ranges = order.map { finder.ranges[$0] }
-        finder.values = order.map { finder.values[$0] }
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count)
-        var next = 0
-        for (index, range) in finder.ranges.enumerated() {
-            text.append(contentsOf: bytes[next..<range.lowerBound])
-            text.append(contentsOf: "\"\\x01key-text-\(index)\"".utf8)
-            next = range.upperBound
-        }
-        text.append(contentsOf: bytes[next...])
-        self.text = String(decoding: text, as: UTF8.self)
-        values = finder.values
+        let placeholders = Dictionary(uniqueKeysWithValues: order.enumerated().map { (finder.ranges[$1].lowerBound, $0) })
+        values = order.map { finder.values[$0] }
+        if let maskedRoot { root = try finder.unmasked(maskedRoot, placeholders: placeholders) } else { root = nil }
     }
 
     /// `true` when the file held at least one secret value.
@@ -101,15 +95,17 @@ struct KeysFileSecrets {
     }
 }
 
-/// The first pass: walks the nodes composed from the masked copy and copies the secret values'
-/// bytes from the file.
-private struct Finder {
+/// Walks the nodes composed from the masked copy: copies the secret values' bytes from the file,
+/// then gives every other scalar its text back (KeysFileSecrets+Unmask.swift).
+struct Finder {
     let file: UnsafeRawBufferPointer
     let masked: [UInt8]
     /// The byte offset at which each line starts (libyaml's line breaks: LF, CRLF, CR).
     let lineStarts: [Int]
     var ranges: [Range<Int>] = []
     var values: [KeyText] = []
+    /// Where each range starts, to find a value an alias brings back in constant time.
+    private var starts: Set<Int> = []
 
     /// The masked forms of `passphrase` and `hex` (see ``KeysFileSecrets/maskWithFieldNames(_:)``).
     let maskedSecretFieldNames: Set<String>
@@ -152,7 +148,7 @@ private struct Finder {
                     try refuseTag(at: value.mark)
                     let (range, secret) = try read(valueScalar, field: name, inFlow: flow)
                     // An alias brings the same node back: its value is replaced once.
-                    if !ranges.contains(range) {
+                    if starts.insert(range.lowerBound).inserted {
                         ranges.append(range)
                         values.append(KeyText(bytes: secret))
                     }
@@ -163,7 +159,7 @@ private struct Finder {
         }
     }
 
-    private func place(_ mark: Mark?) -> String {
+    func place(_ mark: Mark?) -> String {
         mark.map { "line \($0.line), column \($0.column)" } ?? "the file"
     }
 
@@ -174,7 +170,7 @@ private struct Finder {
     }
 
     /// The offset where the scalar's own text starts: after an anchor (`&name`) if it has one.
-    private func tokenStart(_ mark: Mark?) -> Int? {
+    func tokenStart(_ mark: Mark?) -> Int? {
         guard var index = offset(of: mark) else { return nil }
         if index < masked.count, masked[index] == UInt8(ascii: "&") {
             while index < masked.count, !isBlank(masked[index]) { index += 1 }
@@ -287,11 +283,14 @@ private struct Finder {
     }
 
     private func readDoubleQuoted(from start: Int, location: String, oneLine: String) throws(Failure) -> (Range<Int>, SecretBytes) {
-        // Decoded into a buffer as large as the raw text (escapes only shrink it), then copied.
+        // Decoded into a buffer twice as large as the rest of the line (the value ends on it, and
+        // no escape grows more than half: `\L` and `\P` give 3 bytes), then copied.
+        var lineEnd = start + 1
+        while lineEnd < file.count, !isBreak(file[lineEnd]) { lineEnd += 1 }
         var end = start + 1
         var count = 0
         var problem: String?
-        let scratch = SecretBytes(count: masked.count - start) { buffer in
+        let scratch = SecretBytes(count: 2 * (lineEnd - start)) { buffer in
             func append(_ byte: UInt8) { buffer[count] = byte; count += 1 }
             func appendScalar(_ value: UInt32) -> Bool {
                 guard let scalar = Unicode.Scalar(value) else { return false }
