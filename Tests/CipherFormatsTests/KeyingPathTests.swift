@@ -31,11 +31,11 @@ struct KeyingPathTests {
         return found
     }
 
-    @Test("the top module opens a keyed connection in exactly one place, KeyTrial.connect")
+    @Test("the top module opens a keyed connection in exactly one place, KeyedConnections.connect")
     func oneKeyingPlace() throws {
         let places = try Self.lines(matching: #"Connection\(path:.*\bkey:"#, under: "EncryptedSQLite")
-        #expect(places.count == 1 && places.allSatisfy { $0.hasPrefix("EncryptedSQLite/Keying/KeyTrial.swift:") },
-                "keyed connections must open through KeyTrial.connect(_:create:); found: \(places)")
+        #expect(places.count == 1 && places.allSatisfy { $0.hasPrefix("EncryptedSQLite/Keying/KeyedConnections.swift:") },
+                "keyed connections must open through KeyedConnections.connect(_:create:); found: \(places)")
         // ATTACH … KEY is keying too: it takes the same CipherKey.
         let attaches = try Self.lines(matching: #"\.attach\(path:"#, under: "EncryptedSQLite")
         #expect(!attaches.isEmpty)

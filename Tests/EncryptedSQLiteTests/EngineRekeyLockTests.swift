@@ -32,7 +32,7 @@ struct EngineRekeyLockTests {
         var points: [Point] = []
         _ = try watch.everyPausePoint(actor: "rotator", prepare: {
             try PausePointFile.make(at: path, key: old.cipherKey, journalMode: journalMode, rows: Self.rowCount).close()
-            let rotating = try #require(try KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(5)).open(with: old))
+            let rotating = try #require(try KeyedConnections(path: path, access: .readWrite, busyTimeout: .seconds(5)).open(with: old))
             let context = RotationContext(path: path, from: old, to: new, busyTimeout: .seconds(5), verification: .schema,
                                           logger: OpenOptions().logger, files: .system, workers: 1)
             return {

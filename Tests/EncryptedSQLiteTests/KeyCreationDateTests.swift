@@ -89,7 +89,7 @@ struct KeyCreationDateTests {
         // A list in date order cannot rotate backwards (the file would have to be on a key it
         // lists), so the file's key comes from elsewhere: opened with the newest key, then
         // rotated with a list whose current key is older.
-        let opened = try KeyProbe(keys: newest, trial: KeyTrial(path: db, access: .readWrite, busyTimeout: .seconds(2))).run()
+        let opened = try KeyProbe(keys: newest, trial: KeyedConnections(path: db, access: .readWrite, busyTimeout: .seconds(2))).run()
         let older = try KeyList(database: db, keys: [Self.dated(ring, 0, "2024-01-01"), Self.dated(ring, 1, "2025-01-01")], environment: [:])
         let capture = LogCapture()
         let opener = DatabaseOpener(path: db, keys: older, options: OpenOptions(logger: capture.logger))

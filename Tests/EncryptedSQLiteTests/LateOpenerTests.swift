@@ -50,7 +50,7 @@ struct LateOpenerTests {
             renamed.signal()
             resume.wait()
         }
-        let outcome = try KeyProbe(keys: keys, trial: KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(1))).run()
+        let outcome = try KeyProbe(keys: keys, trial: KeyedConnections(path: path, access: .readWrite, busyTimeout: .seconds(1))).run()
         let context = RotationContext(path: path, from: outcome.key, to: keys.current, busyTimeout: .seconds(60), verification: .quickCheck,
                                       logger: OpenOptions().logger, files: files, workers: 1)
         let rotation = SetOnce<String>()
@@ -96,7 +96,7 @@ struct LateOpenerTests {
 
         // A service of the new file writes: in WAL mode it commits rows that stay in the WAL while
         // it is open; in rollback mode it stays inside a write transaction, its journal live.
-        let writer = try KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(5)).connect(keys.current)
+        let writer = try KeyedConnections(path: path, access: .readWrite, busyTimeout: .seconds(5)).connect(keys.current)
         defer { writer.close() }
         #expect(try writer.journalMode() == (walMode ? "wal" : "delete"))
         let before = try writer.queryValue("SELECT count(*) FROM audit", as: Int.self) ?? -1
@@ -136,7 +136,7 @@ struct LateOpenerTests {
         }
         #expect(method == "export", "the export: \(method)")
         writer.close()
-        let check = try KeyTrial(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
+        let check = try KeyedConnections(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
         defer { check.close() }
         #expect(try check.queryValue("SELECT count(*) FROM audit", as: Int.self) == before + Self.inserted, "rows the writer committed to the new file were lost")
         #expect(try check.queryValue("PRAGMA integrity_check", as: String.self) == "ok")

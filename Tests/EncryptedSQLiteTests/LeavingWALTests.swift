@@ -35,7 +35,7 @@ struct LeavingWALTests {
         for _ in 1...Self.rounds {
             // A WAL of about 4 MB that nobody checkpointed: leaving WAL mode checkpoints it first,
             // under the lock, while the other connection below keeps trying to read.
-            let leaving = try #require(try KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(5)).open(with: key))
+            let leaving = try #require(try KeyedConnections(path: path, access: .readWrite, busyTimeout: .seconds(5)).open(with: key))
             _ = try leaving.queryValue("PRAGMA journal_mode = WAL", as: String.self)
             try leaving.execute("PRAGMA wal_autocheckpoint = 0")
             try leaving.execute("""

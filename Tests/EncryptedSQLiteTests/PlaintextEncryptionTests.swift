@@ -108,7 +108,7 @@ struct PlaintextEncryptionTests {
         case "fsync": files.fsync = { _ throws(FileSystemError) in throw injected }
         default: files.rename = { _, _ throws(FileSystemError) in throw injected }
         }
-        let outcome = try KeyProbe(keys: keys, trial: KeyTrial(path: path, access: .readWrite, busyTimeout: .seconds(1))).run()
+        let outcome = try KeyProbe(keys: keys, trial: KeyedConnections(path: path, access: .readWrite, busyTimeout: .seconds(1))).run()
         let context = RotationContext(path: path, from: outcome.key, to: keys.current, busyTimeout: .seconds(1), verification: .quickCheck,
                                       logger: OpenOptions().logger, files: files, workers: 1)
         #expect(throws: EncryptedDatabaseError.self) {

@@ -99,7 +99,7 @@ struct DatabaseBackup {
 
     /// Copies one snapshot of the database into `temporary`; returns the snapshot's facts.
     private func copy(into temporary: String, method: BackupReport.Method) throws(EncryptedDatabaseError) -> DatabaseExport.SourceFacts {
-        let trial = KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout)
+        let trial = KeyedConnections(path: path, access: .readWrite, busyTimeout: busyTimeout)
         guard let source = try trial.open(with: sourceKey) else {
             throw .verificationFailed(path: path, keyID: sourceKey.id, detail: "the key that opened the database no longer opens it (rotated by another process?); open it again and retry")
         }
@@ -107,7 +107,7 @@ struct DatabaseBackup {
         do {
             switch method {
             case .backupAPI:
-                let destination = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(targetKey)
+                let destination = try KeyedConnections(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(targetKey)
                 defer { destination.close() }
                 // The facts and the pages come from one read transaction on the source.
                 return try source.transaction(.deferred) { source in

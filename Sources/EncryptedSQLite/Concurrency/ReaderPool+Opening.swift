@@ -31,7 +31,7 @@ extension ReaderPool {
     /// derivation), with the key's cipher settings, checked to open the file; else the key
     /// itself, which then costs a key derivation per reader (logged).
     static func key(for key: ResolvedKey, path: String, options: OpenOptions) -> ResolvedKey {
-        let (readerKey, derivesPerConnection) = KeyTrial(path: path, access: .readOnly, busyTimeout: options.busyTimeout).connectionKey(for: key)
+        let (readerKey, derivesPerConnection) = KeyedConnections(path: path, access: .readOnly, busyTimeout: options.busyTimeout).connectionKey(for: key)
         if derivesPerConnection {
             options.logger.warning("reader connections will each derive the key: no derived key could be checked", metadata: ["path": "\(path)", "key": "\(key.id)"])
         }

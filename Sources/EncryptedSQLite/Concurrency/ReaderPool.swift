@@ -5,7 +5,7 @@ import SQLCipherConnection
 
 /// A small pool of read-only connections to one WAL-mode database, keyed without a key derivation
 /// each (see `DerivedKey`), for reads that run concurrently with each other and with the writer.
-/// Readers open through ``KeyTrial``, keyed with the key's material and cipher settings together.
+/// Readers open through ``KeyedConnections``, keyed with the key's material and cipher settings together.
 ///
 /// Rotation cooperates with the pool: ``drain()`` stops new check-outs, waits until every reader
 /// is back, and closes them all; ``resume(keyedWith:)`` lets readers open again, keyed with the
@@ -13,7 +13,7 @@ import SQLCipherConnection
 /// process is met rather than made: ``replaceKey(_:)`` closes the idle readers and each reader in
 /// use when it comes back, without waiting for them.
 final class ReaderPool: @unchecked Sendable {
-    private let trial: KeyTrial
+    private let trial: KeyedConnections
     private let capacity: Int
     private let setup: @Sendable (Connection) throws -> Void
     // Invariant: every property below is only touched with `condition` locked.
@@ -32,7 +32,7 @@ final class ReaderPool: @unchecked Sendable {
     /// A pool of up to `capacity` readers of `path`, keyed with `key`; `setup` runs on each reader
     /// it opens (foreign keys and the application's `prepareConnection`).
     init(path: String, capacity: Int, key: ResolvedKey, busyTimeout: Duration, setup: @escaping @Sendable (Connection) throws -> Void) {
-        trial = KeyTrial(path: path, access: .readOnly, busyTimeout: busyTimeout)
+        trial = KeyedConnections(path: path, access: .readOnly, busyTimeout: busyTimeout)
         self.capacity = max(1, capacity)
         self.key = key
         self.setup = setup

@@ -41,7 +41,7 @@ extension EncryptedDatabase {
     @discardableResult
     public static func backup(path: String, keys: KeyList, to target: String, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> BackupReport {
         guard case .missing = DatabaseFileKind.inspect(path: target) else { throw .targetExists(path: target) }
-        let probe = try KeyProbe(keys: keys, trial: KeyTrial.forInspection(path: path, busyTimeout: busyTimeout)).run()
+        let probe = try KeyProbe(keys: keys, trial: KeyedConnections.forInspection(path: path, busyTimeout: busyTimeout)).run()
         probe.connection.close()
         return try DatabaseBackup(path: path, sourceKey: probe.key, targetKey: keys.current, busyTimeout: busyTimeout).run(to: target)
     }

@@ -8,6 +8,6 @@ extension EncryptedDatabase {
     /// see ``DatabaseInspection``).
     /// - Throws: ``EncryptedDatabaseError`` as for opening (except rotation errors).
     public static func check(path: String, keys: KeyList, busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> KeyCheck {
-        try ConcurrentOpen(path: path, source: .fixed(keys), options: OpenOptions(busyTimeout: busyTimeout)).check()
+        try RotationRetryingOpen(path: path, source: .fixed(keys), options: OpenOptions(busyTimeout: busyTimeout)).check()
     }
 }

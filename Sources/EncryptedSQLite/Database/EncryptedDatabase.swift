@@ -58,7 +58,7 @@ public final class EncryptedDatabase: Sendable {
         // creates it once the file is known to be a database.
         let early = StepAsideLock(databasePath: path, create: false)
         early?.enter()
-        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try ConcurrentOpen(path: path, source: source, options: openOptions, stepAside: early).open() }
+        let (opened, keys) = try Telemetry.span("open", ["db.path": path], failure: { $0.count("open") }) { () throws(EncryptedDatabaseError) in try RotationRetryingOpen(path: path, source: source, options: openOptions, stepAside: early).open() }
         let stepAside = early ?? StepAsideLock(databasePath: path, create: !options.readOnly)
         if early == nil { stepAside?.enter() }
         let setup = ConnectionSetup(options: options)

@@ -129,7 +129,7 @@ extension RotationFollower {
         phase("swapped")
 
         let to = keys.current
-        guard let opened = try KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: copy.key) else {
+        guard let opened = try KeyedConnections(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: copy.key) else {
             throw .verificationFailed(path: path, keyID: to.id, detail: "the swapped-in copy does not open with the new key")
         }
         if journalMode == "wal", (try? opened.journalMode()) != "wal" {

@@ -113,7 +113,7 @@ final class RotationFollower: Sendable {
         reopen.createIfMissing = false
         let opened: DatabaseOpener.Opened, keys: KeyList
         do {
-            (opened, keys) = try ConcurrentOpen(path: path, source: source, options: reopen, stepAside: stepAside).open(afterRotationElsewhere: true)
+            (opened, keys) = try RotationRetryingOpen(path: path, source: source, options: reopen, stepAside: stepAside).open(afterRotationElsewhere: true)
         } catch {
             logger.error("could not follow a rotation made by another process", metadata: ["path": "\(path)", "key": "\(previous)", "error": "\(error)"])
             Telemetry.followedRotation(fromKey: previous, toKey: nil, outcome: "failed")
@@ -142,7 +142,7 @@ final class RotationFollower: Sendable {
     /// access that finds it closed tries again (``readyWriter(operation:)``).
     func reopenWriterAfterFailure(always: Bool = false) {
         guard always || writer.connection.isClosed, !writer.isShutDown,
-              let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writer.key)
+              let reopened = try? KeyedConnections(path: path, access: .readWrite, busyTimeout: options.busyTimeout).open(with: writer.key)
         else { return }
         try? setup.run(on: reopened)
         writer.swap(to: reopened, key: writer.key)

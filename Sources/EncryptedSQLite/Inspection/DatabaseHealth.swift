@@ -67,7 +67,7 @@ public struct DatabaseHealth: Sendable, Equatable, Codable {
     ///   - now: The time key ages are measured at.
     /// - Throws: ``EncryptedDatabaseError`` as for opening (missing, no key opens it, busy, …).
     public static func check(path: String, keys: KeyList, maximumKeyAgeDays: Int? = nil, now: Date = Date(), busyTimeout: Duration = .seconds(5)) throws(EncryptedDatabaseError) -> DatabaseHealth {
-        let outcome = try KeyProbe(keys: keys, trial: KeyTrial.forInspection(path: path, busyTimeout: busyTimeout)).run()
+        let outcome = try KeyProbe(keys: keys, trial: KeyedConnections.forInspection(path: path, busyTimeout: busyTimeout)).run()
         defer { outcome.connection.close() }
         let key = outcome.key
         let format: String

@@ -151,6 +151,6 @@ public enum DatabaseInspection {
     }
 
     private static func probe(path: String, keys: KeyList, busyTimeout: Duration) throws(EncryptedDatabaseError) -> KeyProbe.Outcome {
-        try KeyProbe(keys: keys, trial: KeyTrial.forInspection(path: path, busyTimeout: busyTimeout)).run()
+        try KeyProbe(keys: keys, trial: KeyedConnections.forInspection(path: path, busyTimeout: busyTimeout)).run()
     }
 }

@@ -13,7 +13,7 @@ struct KeyProbe {
     }
 
     let keys: KeyList
-    let trial: KeyTrial
+    let trial: KeyedConnections
 
     var path: String { trial.path }
 

@@ -35,7 +35,7 @@ struct DatabaseCreation {
                                                   reported: path, operation: "creating the database as")
         defer { file.close() }
         do {
-            let connection = try KeyTrial(path: file.temporaryPath, access: .readWrite, busyTimeout: busyTimeout).connect(key, create: true)
+            let connection = try KeyedConnections(path: file.temporaryPath, access: .readWrite, busyTimeout: busyTimeout).connect(key, create: true)
             // SQLite writes nothing until the first change: make it write page 1 now.
             try connection.execute("PRAGMA user_version = 0")
             try connection.execute("BEGIN IMMEDIATE; CREATE TABLE __encryptedsqlite_init(x); DROP TABLE __encryptedsqlite_init; COMMIT")

@@ -32,7 +32,7 @@ struct DatabaseOpener {
         if options.createIfMissing, !options.readOnly, case .missing = DatabaseFileKind.inspect(path: path) {
             created = try DatabaseCreation(path: path, key: keys.current, busyTimeout: options.busyTimeout, logger: options.logger, files: options.files).run()
         }
-        let trial = KeyTrial(path: path, access: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
+        let trial = KeyedConnections(path: path, access: options.readOnly ? .readOnly : .readWrite, busyTimeout: options.busyTimeout)
         let outcome = try KeyProbe(keys: keys, trial: trial).run()
         options.logger.info("opened database", metadata: [
             "path": "\(path)", "key": "\(outcome.key.id)", "attempts": "\(outcome.attempts.count)",
@@ -83,7 +83,7 @@ struct DatabaseOpener {
 
     /// Which key opens the file, without writing anything or leaving side files behind.
     func check() throws(EncryptedDatabaseError) -> KeyCheck {
-        let trial = KeyTrial.forInspection(path: path, busyTimeout: options.busyTimeout)
+        let trial = KeyedConnections.forInspection(path: path, busyTimeout: options.busyTimeout)
         let outcome = try KeyProbe(keys: keys, trial: trial).run()
         outcome.connection.close()
         return KeyCheck(path: path, openedWithKeyID: outcome.key.id, currentKeyID: keys.currentID, attempts: outcome.attempts,

@@ -162,7 +162,7 @@ struct RotationContext {
     /// open it.
     /// - Throws: ``EncryptedDatabaseError`` for failures that say nothing about the key (busy, I/O).
     func openFresh(with key: ResolvedKey) throws(EncryptedDatabaseError) -> Connection? {
-        try KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout).open(with: key)
+        try KeyedConnections(path: path, access: .readWrite, busyTimeout: busyTimeout).open(with: key)
     }
 
     /// The engine check the configured verification asks for on a fresh connection: none for

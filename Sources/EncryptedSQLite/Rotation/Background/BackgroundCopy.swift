@@ -46,7 +46,7 @@ final class BackgroundCopy {
         let file = try RotationTemporaries.create(for: path, suffix: RotationTemporaries.onlineSuffix, ownerOf: path, files: files,
                                                   reported: path, operation: "creating the background rotation's new file")
         let temporary = file.temporaryPath
-        let trial = KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout)
+        let trial = KeyedConnections(path: temporary, access: .readWrite, busyTimeout: busyTimeout)
         do {
             // The first commit writes page 1, and with it the salt the new key is derived with.
             let first = try trial.connect(to)
@@ -161,7 +161,7 @@ final class BackgroundCopy {
             .verificationFailed(path: path, keyID: key.id, detail: "the background copy \(detail); the database was left on its old key")
         }
         do {
-            guard let connection = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).open(with: key) else {
+            guard let connection = try KeyedConnections(path: temporary, access: .readWrite, busyTimeout: busyTimeout).open(with: key) else {
                 throw fail("does not open with the new key")
             }
             defer { connection.close() }

@@ -59,7 +59,7 @@ struct DatabaseExport {
     /// - Throws: ``EncryptedDatabaseError``.
     func export(from: ResolvedKey, to: ResolvedKey, into temporary: String, original: SourceFacts, walMode: Bool) throws(EncryptedDatabaseError) {
         do {
-            let exporter = try KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout).connect(from)
+            let exporter = try KeyedConnections(path: path, access: .readWrite, busyTimeout: busyTimeout).connect(from)
             defer { exporter.close() }
             _ = try copy(on: exporter, to: to, into: temporary, original: original, walMode: walMode)
         } catch {
@@ -97,7 +97,7 @@ struct DatabaseExport {
         try exporter.detach(Self.schema)
         if walMode {
             // Put the new file in WAL mode on its own connection; closing it removes its WAL.
-            let walSetter = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(to)
+            let walSetter = try KeyedConnections(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(to)
             _ = try walSetter.queryValue("PRAGMA journal_mode = WAL", as: String.self)
             walSetter.close()
         }
@@ -118,7 +118,7 @@ struct DatabaseExport {
         }
         do {
             // Read-write so that closing it removes the WAL and shared-memory files of a WAL-mode copy.
-            let connection = try KeyTrial(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(key)
+            let connection = try KeyedConnections(path: temporary, access: .readWrite, busyTimeout: busyTimeout).connect(key)
             defer { connection.close() }
             try connection.verifyReadable()
             if let check {

@@ -58,7 +58,7 @@ struct ExportRotation: Rotation {
         defer {
             if !swapped, connection.isClosed {
                 // Closed by the sole-use check, which then found the file in use.
-                if leftWAL, let reopened = try? KeyTrial(path: path, access: .readWrite, busyTimeout: context.busyTimeout).open(with: context.from) {
+                if leftWAL, let reopened = try? KeyedConnections(path: path, access: .readWrite, busyTimeout: context.busyTimeout).open(with: context.from) {
                     context.restoreWAL(reopened)
                     reopened.close()
                 }
@@ -146,7 +146,7 @@ struct ExportRotation: Rotation {
 
         let opened: Connection
         do {
-            opened = try KeyTrial(path: path, access: .readWrite, busyTimeout: context.busyTimeout).connect(context.to)
+            opened = try KeyedConnections(path: path, access: .readWrite, busyTimeout: context.busyTimeout).connect(context.to)
             try opened.verifyReadable()
         } catch {
             throw .verificationFailed(path: path, keyID: context.to.id, detail: "the swapped-in file did not open: \(error)")

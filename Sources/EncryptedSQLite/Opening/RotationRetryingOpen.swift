@@ -19,7 +19,7 @@ import Logging
 /// rotations does nothing). A `noKeyOpens` is probed again once, then again only while the file
 /// keeps changing (``FileFingerprint``) or the key list changed; a list that really lacks the key
 /// fails as before.
-struct ConcurrentOpen {
+struct RotationRetryingOpen {
     let path: String
     let source: KeyListSource
     let options: OpenOptions

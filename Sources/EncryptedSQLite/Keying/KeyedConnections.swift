@@ -9,7 +9,7 @@ import SQLCipherConnection
 /// probe's trials, the writer, pooled readers, the export's and backup's connections, creation.
 /// Each is keyed with the key's material and its cipher settings together (`CipherKey`); there
 /// is no way to key a handle with the bytes alone.
-struct KeyTrial {
+struct KeyedConnections {
     let path: String
     let access: Connection.AccessMode
     let busyTimeout: Duration

@@ -1,7 +1,7 @@
 import DurableFiles
 import Foundation
 
-extension KeyTrial {
+extension KeyedConnections {
     /// The trial of the read-only tools (``DatabaseInspection``,
     /// ``EncryptedDatabase/check(path:keys:busyTimeout:)``), which leave the file's folder as they
     /// found it: same names, same bytes.
@@ -16,10 +16,10 @@ extension KeyTrial {
     /// When side files exist (another connection has the file open, or a crash left them), the
     /// file is opened read-only and they are left alone: the library never deletes a `-wal` or
     /// `-journal` it did not make.
-    static func forInspection(path: String, busyTimeout: Duration) -> KeyTrial {
+    static func forInspection(path: String, busyTimeout: Duration) -> KeyedConnections {
         let sideFiles = ["-journal", "-wal", "-shm"].contains { FileManager.default.fileExists(atPath: path + $0) }
         let writable = Foundation.access(path, W_OK) == 0 && Foundation.access(FileSystem.folder(of: path), W_OK) == 0
-        guard !sideFiles, writable else { return KeyTrial(path: path, access: .readOnly, busyTimeout: busyTimeout) }
-        return KeyTrial(path: path, access: .readWrite, busyTimeout: busyTimeout, queryOnly: true)
+        guard !sideFiles, writable else { return KeyedConnections(path: path, access: .readOnly, busyTimeout: busyTimeout) }
+        return KeyedConnections(path: path, access: .readWrite, busyTimeout: busyTimeout, queryOnly: true)
     }
 }
