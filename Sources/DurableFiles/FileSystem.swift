@@ -37,7 +37,7 @@ package enum FileSystem {
     /// `owner` (a copy or journal that stands in for that file), it gets `mode` exactly, whatever
     /// the umask, and `owner`'s user and group when allowed (root only): a rotation never changes
     /// a database's mode or owner.
-    package static func createLocked(_ path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) -> Int32 {
+    static func createLocked(_ path: String, mode: mode_t, ownerOf owner: String?) throws(FileSystemError) -> Int32 {
         var descriptor: Int32 = -1
         // Another process's cleanup of stale temporaries (`LockedNewFile.removeIfAbandoned`) can
         // take the lock between our create and our lock, and remove the name: it holds the lock
@@ -69,7 +69,7 @@ package enum FileSystem {
     }
 
     /// `true` when `path` names the file open as `descriptor`.
-    package static func isSameFile(_ descriptor: Int32, _ path: String) -> Bool {
+    static func isSameFile(_ descriptor: Int32, _ path: String) -> Bool {
         var open = stat(), named = stat()
         return fstat(descriptor, &open) == 0 && stat(path, &named) == 0 && open.st_dev == named.st_dev && open.st_ino == named.st_ino
     }

@@ -68,7 +68,7 @@ extension FileOperations {
     /// Removes a temporary database file and the SQLite side files beside it (its own journal
     /// first: a journal without its database is harmless, the other way round SQLite would find a
     /// hot journal for a file that is gone).
-    package func removeWithSideFiles(_ path: String) {
+    func removeWithSideFiles(_ path: String) {
         for suffix in ["-journal", "-wal", "-shm"] { removeIfPresent(path + suffix) }
         removeIfPresent(path)
     }

@@ -168,7 +168,7 @@ package final class SoleUseLease {
 
     /// Releases the ``Gate``'s lock this lease was taken with, if any: connections may start
     /// transactions on the file again. The lease and the descriptor stay.
-    package func openGate() {
+    func openGate() {
         guard descriptor >= 0, let byte = gateByte else { return }
         _ = OpenFileLock.set(descriptor, byte: byte, type: F_UNLCK)
         gateByte = nil

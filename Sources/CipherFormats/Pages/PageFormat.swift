@@ -95,7 +95,7 @@ package struct PageFormat: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The HMAC's size in bytes (0 without HMAC).
-    package var hmacSize: Int { hmac?.byteCount ?? 0 }
+    var hmacSize: Int { hmac?.byteCount ?? 0 }
 
     /// The bytes at the end of each page that are not encrypted: IV, HMAC, padding.
     package var reserve: Int {

@@ -50,7 +50,7 @@ package struct PageKeys: Sendable {
 
     /// The `x'<64 hex key><32 hex salt>'` text that keys a connection on a file with these keys
     /// without a key derivation.
-    package var keySpec: KeyMaterial { Self.keySpec(key: encryption, salt: salt) }
+    var keySpec: KeyMaterial { Self.keySpec(key: encryption, salt: salt) }
 
     /// `x'<64 hex key><32 hex salt>'` for `key` and `salt`.
     static func keySpec(key encryption: SecretBytes, salt: [UInt8]) -> KeyMaterial {

@@ -6,14 +6,14 @@ import Foundation
 /// so a released buffer leaves no copy in the heap either. Every live buffer is known, and all
 /// are zeroed when the process exits (an `atexit` handler), so that no key outlives the process
 /// in memory however it ends its work.
-package enum SecretMemory {
+enum SecretMemory {
     private static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
     private static let counters = Counters()
     private static let live = LiveBuffers()
 
     /// How many buffers could not be locked in memory since the process started (the limit
     /// `RLIMIT_MEMLOCK` was reached, or locking is not allowed); those may be written to swap.
-    package static var unlockedAllocations: Int { counters.unlocked }
+    static var unlockedAllocations: Int { counters.unlocked }
 
     /// `count` bytes (at least one page), zeroed, and whether they are locked in memory.
     static func allocate(byteCount count: Int) -> (UnsafeMutableRawBufferPointer, locked: Bool) {
@@ -38,7 +38,7 @@ package enum SecretMemory {
 
     /// Zeroes every live secret buffer. Runs when the process exits; afterwards every key this
     /// process held reads as zeros.
-    package static func wipeAll() {
+    static func wipeAll() {
         live.wipeAll()
     }
 

@@ -70,7 +70,7 @@ public struct CipherSettings: Sendable, Hashable, Codable, CustomStringConvertib
     public var isEngineDefault: Bool { self == .engineDefault }
 
     /// The same settings on top of `generation` when they name none.
-    package func defaulting(to generation: CipherGeneration) -> CipherSettings {
+    func defaulting(to generation: CipherGeneration) -> CipherSettings {
         var settings = self
         settings.generation = self.generation ?? generation
         return settings

@@ -97,7 +97,7 @@ public struct SQLCipherEngine: Sendable, Equatable {
     /// after these, and only for a file whose page 1 the library's page layer authenticates in
     /// that format (``isBeta20File(at:material:)``); explicit settings open them too. Best in a
     /// process of their own (`rekey`).
-    package static let legacyVariants: [CipherSettings] = [
+    static let legacyVariants: [CipherSettings] = [
         CipherSettings(generation: .sqlcipher2),
         CipherSettings(generation: .sqlcipher1),
         CipherSettings(generation: .sqlcipher2, hmacPageNumber: .bigEndian),
@@ -108,7 +108,7 @@ public struct SQLCipherEngine: Sendable, Equatable {
 
     /// The statements that apply `settings` to a connection (`schema` `nil`) or to an attached
     /// database, right after its key and before anything is read.
-    package func settingStatements(_ settings: CipherSettings, schema: String?) -> [String] {
+    func settingStatements(_ settings: CipherSettings, schema: String?) -> [String] {
         let prefix = schema.map { "\($0)." } ?? ""
         var statements: [String] = []
         var settings = settings
@@ -157,10 +157,10 @@ public struct SQLCipherEngine: Sendable, Equatable {
 
     /// Held while a connection runs with a process-wide setting other than the default (the HMAC
     /// salt mask of SQLCipher 2.0 beta files); see `Connection.init(path:access:create:key:cipher:busyTimeout:)`.
-    package static let processWideSettings = NSLock()
+    static let processWideSettings = NSLock()
 
     /// Puts SQLCipher's process-wide HMAC salt mask back to its default (0x3a).
-    package static func restoreDefaultHMACSaltMask() {
+    static func restoreDefaultHMACSaltMask() {
         guard let keyed = try? Connection(path: ":memory:", access: .readWrite, create: true, sqlcipherKey: loggingProbeKey(), busyTimeout: .zero) else { return }
         defer { keyed.close() }
         try? keyed.execute("PRAGMA cipher_hmac_salt_mask = \"x'\(Hex.byte(CipherFormat.defaultHMACSaltMask))'\"")

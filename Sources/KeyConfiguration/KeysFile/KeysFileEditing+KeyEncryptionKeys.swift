@@ -7,9 +7,9 @@ import Yams
 
 extension KeysFileEditing {
     /// A new wrapped value for key `keyIndex` of database entry `entryIndex`.
-    package struct WrappedValueReplacement: Sendable {
-        package let entryIndex: Int
-        package let keyIndex: Int
+    struct WrappedValueReplacement: Sendable {
+        let entryIndex: Int
+        let keyIndex: Int
         package let value: WrappedDataKey
 
         package init(entryIndex: Int, keyIndex: Int, value: WrappedDataKey) {
@@ -26,7 +26,7 @@ extension KeysFileEditing {
     /// `databases:`. The text is parsed once for both edits.
     /// - Throws: ``Problem/unsupportedLayout(_:)`` when a value is not a one-line scalar of a block
     ///   mapping, or the KEK list is not a block list.
-    package static func rewrapping(
+    static func rewrapping(
         _ replacements: [WrappedValueReplacement], appendingKeyEncryptionKey keyEncryptionKey: [(name: String, value: String)]?, in text: String
     ) throws -> String {
         guard let root = try Yams.compose(yaml: text, .basic), let databases = value(of: "databases", in: root)?.sequence else {

@@ -7,9 +7,9 @@ import Yams
 // as before, plus the new key as the last (current) key of the chosen entry.
 
 /// A key entry to append to a Keys file: the fields a generated key needs.
-package struct KeysFileKeyLines: Sendable, Equatable {
+struct KeysFileKeyLines: Sendable, Equatable {
     /// Where the new key's material is.
-    package enum Material: Sendable, Equatable {
+    enum Material: Sendable, Equatable {
         /// A key file (its path as it is to be written in the Keys file), read as `format`.
         case file(String, format: KeyFormat)
         /// A data key wrapped by a key-encryption key.
@@ -65,9 +65,9 @@ package struct KeysFileKeyLines: Sendable, Equatable {
 }
 
 /// Edits the text of a Keys file.
-package enum KeysFileEditing {
+enum KeysFileEditing {
     /// Why the text could not be edited.
-    package enum Problem: Error, Equatable, CustomStringConvertible {
+    enum Problem: Error, Equatable, CustomStringConvertible {
         /// The file has no database entry whose `path` is `database`.
         case noEntry(database: String, configured: [String])
         /// The entry already has a key with this id.
@@ -97,7 +97,7 @@ package enum KeysFileEditing {
     /// The new lines go right after the last line of that entry's last key (before any comment
     /// or blank line that follows it), indented like that key.
     /// - Throws: ``Problem``, or the ``KeyConfigurationError`` of a text that does not load.
-    package static func appending(_ key: KeysFileKeyLines, toDatabase database: String, in text: String, path: String, baseDirectory: String) throws -> String {
+    static func appending(_ key: KeysFileKeyLines, toDatabase database: String, in text: String, path: String, baseDirectory: String) throws -> String {
         let before = try KeysFile(yaml: text, path: path, baseDirectory: baseDirectory)
         guard let entryIndex = before.entries.firstIndex(where: { $0.configuredPath == database }) else {
             throw Problem.noEntry(database: database, configured: before.entries.map(\.configuredPath))

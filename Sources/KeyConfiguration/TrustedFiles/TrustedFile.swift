@@ -36,7 +36,7 @@ public enum StrictModes {
 /// It opens the file without blocking (`O_NONBLOCK`, so a named pipe cannot hang the process),
 /// refuses anything but a regular file, checks the size cap, the owner and mode of the file and of
 /// its folders (``StrictModes``), and reads the bytes straight into a zeroed ``SecretBytes``.
-package struct TrustedFile {
+struct TrustedFile {
     /// The content, in a buffer zeroed when released.
     package let bytes: SecretBytes
     /// The permission bits, for the readability rule the caller applies once it knows whether
@@ -95,7 +95,7 @@ package struct TrustedFile {
 
     /// Throws ``FileTrustProblem/readableByOthers(mode:)`` when strict modes are on and the
     /// file's group or others can read it.
-    package func requireNotReadableByOthers() throws(FileTrustProblem) {
+    func requireNotReadableByOthers() throws(FileTrustProblem) {
         if StrictModes.isEnabled, mode & 0o044 != 0 { throw .readableByOthers(mode: mode & 0o777) }
     }
 

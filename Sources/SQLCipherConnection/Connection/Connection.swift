@@ -126,7 +126,7 @@ public final class Connection {
     var functionBoxes: [AnyObject] = []
     #if DEBUG
     /// Test-only SQL observation (see ``SQLObservation``); `nil` unless a test asked for it.
-    package var observation: SQLObservation.Attachment?
+    var observation: SQLObservation.Attachment?
     #endif
 
     deinit { close() }

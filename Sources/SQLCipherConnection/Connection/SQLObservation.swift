@@ -53,7 +53,7 @@ package final class SQLObservation: @unchecked Sendable {
 
     /// What a connection keeps while it is observed: the observers that matched its path when it
     /// opened. `nil` when none did (the usual case: nothing is installed).
-    package final class Attachment: @unchecked Sendable {
+    final class Attachment: @unchecked Sendable {
         let path: String
         let observers: [Observer]
 

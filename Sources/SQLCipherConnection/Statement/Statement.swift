@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// SQLite's "copy this buffer now" destructor, which the C macro `SQLITE_TRANSIENT` spells.
-package let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// A prepared SQL statement: bind arguments, step through rows, reset, and run again.
 ///
