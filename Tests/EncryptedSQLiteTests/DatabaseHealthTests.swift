@@ -51,11 +51,3 @@ struct DatabaseHealthTests {
         #expect(!(try DatabaseHealth.check(path: path, keys: keys, maximumKeyAgeDays: 60, now: now)).keyTooOld, "60 days is within a 60-day policy")
     }
 }
-
-extension FileSystemProbe {
-    static func size(of path: String) -> Int64? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return Int64(status.st_size)
-    }
-}

@@ -165,12 +165,3 @@ struct GeneratedKeyTests {
         #expect(try KeysFile.load(path: crlf).entries[0].keys.map(\.id) == ["a", "b"])
     }
 }
-
-/// File modes, read with stat.
-enum FileSystemProbe {
-    static func mode(of path: String) -> mode_t? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return status.st_mode & 0o7777
-    }
-}
