@@ -82,6 +82,7 @@ struct LateOpenerTests {
             }
         }
         late.start()
+        let original = LeaseState.inode(of: path)
         guard LeaseState.waitForBreak(of: path, limit: .seconds(60)) else {
             rename.signal()
             resume.signal()
@@ -104,15 +105,29 @@ struct LateOpenerTests {
             // A transaction larger than the writer's cache spills pages into the file, which makes
             // its journal hot-looking (synced, magic written) to a process that sees no RESERVED lock.
             try writer.execute("PRAGMA cache_size = 2")
-            try writer.execute("BEGIN IMMEDIATE")
         }
+        // One transaction, so one sync: the export holds its lease meanwhile, and the kernel breaks
+        // a lease that is held longer than fs.lease-break-time (45 s) on its own. 200 commits of one
+        // row each, a sync each, took that long on a loaded CI machine, and the shell then ran
+        // before the export's fence existed (see the check before `resume` below).
+        try writer.execute("BEGIN IMMEDIATE")
         for _ in 0..<Self.inserted { try writer.execute("INSERT INTO audit(person, note) VALUES (1, '\(String(repeating: "late ", count: 40))')") }
+        if walMode { try writer.execute("COMMIT") }  // committed, in the WAL while the writer stays open
         let journalBefore = FileSystem.size(of: path + "-journal")
         if !walMode {
             let first = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-journal")).read(upToCount: 1)
             #expect(first != Data([0]), "the writer's journal should be synced (hot to a process that sees no lock)")
         }
 
+        // The shell must still be waiting in its open: it may run only after the export's fence.
+        // If it finished, the kernel broke the lease after fs.lease-break-time, and this run
+        // tested nothing of the fence.
+        guard shell.value == nil, let original, LeaseState.isBreaking(inode: original) else {
+            resume.signal()
+            Issue.record("the shell ran before the export resumed: the kernel broke the lease after \((try? String(contentsOfFile: "/proc/sys/fs/lease-break-time", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?") s; the test's pause was too long: \(String(describing: shell.value))")
+            _ = rotation.wait(limit: .seconds(120))
+            return
+        }
         resume.signal()
         guard let answer = shell.wait(limit: .seconds(120)) else {
             Issue.record("the shell did not finish")
@@ -169,17 +184,26 @@ enum LeaseState {
     /// Waits until a lease on the file at `path` (its inode now) is being broken in `/proc/locks`
     /// (an `open` waits on it); `false` after `limit`. Other tests' leases do not count.
     static func waitForBreak(of path: String, limit: Duration) -> Bool {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return false }
-        let inode = ":\(status.st_ino) "  // "… LEASE  BREAKING  WRITE <pid> <major>:<minor>:<inode> 0 EOF"
+        guard let inode = inode(of: path) else { return false }
         let clock = ContinuousClock(), end = clock.now + limit
         while clock.now < end {
-            if let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8),
-               text.split(separator: "\n").contains(where: { $0.contains("LEASE") && $0.contains("BREAK") && $0.contains(inode) }) {
-                return true
-            }
+            if isBreaking(inode: inode) { return true }
             usleep(1000)  // paces the poll of the kernel's state; the order comes from that state
         }
         return false
+    }
+
+    /// The inode the name `path` stands for now.
+    static func inode(of path: String) -> UInt64? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return UInt64(status.st_ino)
+    }
+
+    /// `true` while a lease on `inode` is being broken: an `open` still waits on it.
+    static func isBreaking(inode: UInt64) -> Bool {
+        let field = ":\(inode) "  // "… LEASE  BREAKING  WRITE <pid> <major>:<minor>:<inode> 0 EOF"
+        guard let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return false }
+        return text.split(separator: "\n").contains { $0.contains("LEASE") && $0.contains("BREAK") && $0.contains(field) }
     }
 }
