@@ -96,23 +96,29 @@ struct LateOpenerTests {
         }
 
         // A service of the new file writes: in WAL mode it commits rows that stay in the WAL while
-        // it is open; in rollback mode it stays inside a write transaction, its journal live.
-        let writer = try KeyedConnections(path: path, access: .readWrite, busyTimeout: .seconds(5)).connect(keys.current)
-        defer { writer.close() }
-        #expect(try writer.journalMode() == (walMode ? "wal" : "delete"))
-        let before = try writer.queryValue("SELECT count(*) FROM audit", as: Int.self) ?? -1
-        if !walMode {
-            // A transaction larger than the writer's cache spills pages into the file, which makes
-            // its journal hot-looking (synced, magic written) to a process that sees no RESERVED lock.
-            try writer.execute("PRAGMA cache_size = 2")
-        }
-        // One transaction, so one sync: the export holds its lease meanwhile, and the kernel breaks
-        // a lease that is held longer than fs.lease-break-time (45 s) on its own. 200 commits of one
-        // row each, a sync each, took that long on a loaded CI machine, and the shell then ran
-        // before the export's fence existed (see the check before `resume` below).
-        try writer.execute("BEGIN IMMEDIATE")
-        for _ in 0..<Self.inserted { try writer.execute("INSERT INTO audit(person, note) VALUES (1, '\(String(repeating: "late ", count: 40))')") }
-        if walMode { try writer.execute("COMMIT") }  // committed, in the WAL while the writer stays open
+        // it is open; in rollback mode it stays inside a write transaction, its journal live. It is
+        // a process of its own, as a real service is: POSIX locks belong to a process, and the
+        // export's closing of its temporary's descriptor (the new file's, after the rename) drops
+        // every lock this test process holds on the new file. An in-process writer lost its
+        // locks that way, and SQLCipher 4's shell, which opens the file a second time by name
+        // (after a read-only look at its header), then took the new file for unused at its
+        // close and deleted its WAL: 1 run in 6 on 4.6.1 (strace showed the second open, the
+        // EXCLUSIVE lock and the unlinks).
+        let probe = try KeyedConnections(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
+        #expect(try probe.journalMode() == (walMode ? "wal" : "delete"))
+        let before = try probe.queryValue("SELECT count(*) FROM audit", as: Int.self) ?? -1
+        probe.close()
+        let shellKey = try #require(ring.keys.last?.shellKey)
+        let insert = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(Self.inserted)) INSERT INTO audit(person, note) SELECT 1, '\(String(repeating: "late ", count: 40))' FROM n;"
+        // A transaction larger than the writer's cache spills pages into the file, which makes its
+        // journal hot-looking (synced, magic written) to a process that sees no RESERVED lock. One
+        // transaction, so one sync: the export holds its lease meanwhile, and the kernel breaks a
+        // lease held longer than fs.lease-break-time (45 s) on its own (see the check before
+        // `resume` below).
+        let writer = try ShellHolder(shell: try #require(SQLCipherShell.path), database: path, key: shellKey, sql: walMode
+            ? "BEGIN IMMEDIATE;\n\(insert)\nCOMMIT;"  // committed, in the WAL while the writer stays open
+            : "PRAGMA cache_size = 2;\nBEGIN IMMEDIATE;\n\(insert)")
+        defer { writer.release() }
         let journalBefore = FileSystem.size(of: path + "-journal")
         if !walMode {
             let first = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-journal")).read(upToCount: 1)
@@ -143,14 +149,14 @@ struct LateOpenerTests {
             #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the late opener deleted the new file's WAL")
         } else {
             #expect(FileSystem.size(of: path + "-journal") == journalBefore, "the late opener took the new file's live journal for a hot one")
-            try writer.execute("COMMIT")  // the export's check of the new file waits for it
+            try writer.run("COMMIT;")  // the export's check of the new file waits for it
         }
         guard let method = rotation.wait(limit: .seconds(120)) else {
             Issue.record("the export did not finish")
             return
         }
         #expect(method == "export", "the export: \(method)")
-        writer.close()
+        writer.release()
         let check = try KeyedConnections(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
         defer { check.close() }
         #expect(try check.queryValue("SELECT count(*) FROM audit", as: Int.self) == before + Self.inserted, "rows the writer committed to the new file were lost")

@@ -20,11 +20,21 @@ public final class ShellHolder: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        try send((key.map { $0.pragma + "\n" } ?? "") + sql, database: database)
+    }
+
+    /// Runs more SQL in the held shell (e.g. the `COMMIT` of a transaction it holds) and returns
+    /// once the shell has done so.
+    /// - Throws: ``FixtureError`` when the shell stopped before it answered.
+    public func run(_ sql: String) throws {
+        try send(sql, database: "its database")
+    }
+
+    private func send(_ sql: String, database: String) throws {
         let ready = "holder-ready-\(UUID().uuidString.prefix(8))"
-        let script = (key.map { $0.pragma + "\n" } ?? "") + sql + "\nSELECT '\(ready)';\n"
-        input.fileHandleForWriting.write(Data(script.utf8))
+        input.fileHandleForWriting.write(Data((sql + "\nSELECT '\(ready)';\n").utf8))
         var seen = Data()
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(30)  // a hang guard, not an order
         while String(decoding: seen, as: UTF8.self).range(of: ready) == nil {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty || Date() > deadline {
