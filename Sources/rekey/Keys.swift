@@ -68,18 +68,14 @@ struct NewKeyCommand: ParsableCommand {
         }
     }
 
-    /// The `rekey` command that rotates what `keys new` was given, runnable from the same working
-    /// directory: `rekey --keys <file> --db <database>` for one entry that names one file, taken from
-    /// the Keys file's folder as the Keys file takes it; `rekey --keys <file> --all` for patterns or
-    /// several entries.
+    /// The `rekey` command that rotates what `keys new` was given, runnable from any folder:
+    /// `rekey --keys <file> --db <database>` for one entry that names one file (the library resolves
+    /// it as the Keys file does), `rekey --keys <file> --all` for patterns or several entries.
     static func rotateCommand(keysFile: String, databases: [String]) -> String {
         let command = "rekey --keys \(shellQuoted(keysFile))"
-        // A glob, as the Keys file tells them apart (`*`, `?`, `[`).
-        guard databases.count == 1, let entry = databases.first, !entry.contains(where: { "*?[".contains($0) }) else {
+        guard databases.count == 1, let path = KeysFile.databasePath(ofEntry: databases[0], inKeysFileAt: keysFile) else {
             return command + " --all"
         }
-        let folder = (keysFile as NSString).deletingLastPathComponent
-        let path = entry.hasPrefix("/") || folder.isEmpty ? entry : folder + "/" + entry
         return command + " --db \(shellQuoted(path))"
     }
 

@@ -95,8 +95,9 @@ struct KeyLifecycleCLITests {
         let fixture = try CLIFixture()
         let here = try fixture.rekey(["keys", "new", "--keys", "Keys", "--for", "app.sqlite", "--id", "k4", "--format", "hex"])
         #expect(here.status == 0, "\(here.stderr)")
-        #expect(here.stdout.hasSuffix("; rotate with: rekey --keys Keys --db app.sqlite\n"), "\(here.stdout)")
-        let rotated = try fixture.rekey(["--keys", "Keys", "--db", "app.sqlite"])
+        // The database as the Keys file names it (from its folder), absolute: the command runs from anywhere.
+        #expect(here.stdout.hasSuffix("; rotate with: rekey --keys Keys --db \(fixture.path)\n"), "\(here.stdout)")
+        let rotated = try fixture.rekey(["--keys", "Keys", "--db", fixture.path])
         #expect(rotated.status == 0 && rotated.stdout.contains("rotated to \"k4\""), "\(rotated.stdout) \(rotated.stderr)")
 
         // From another working directory the database is named as the Keys file names it: from its folder.

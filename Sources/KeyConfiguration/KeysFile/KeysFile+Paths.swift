@@ -16,6 +16,14 @@ extension KeysFile {
         path.contains { $0 == "*" || $0 == "?" || $0 == "[" }
     }
 
+    /// The one file a database entry written as `configuredPath` names, taken as an entry of the
+    /// Keys file at `keysFilePath` takes it (a relative path from that file's folder, absolute and
+    /// standardized); `nil` when the entry is a pattern (it names many files).
+    package static func databasePath(ofEntry configuredPath: String, inKeysFileAt keysFilePath: String) -> String? {
+        guard !isPattern(configuredPath) else { return nil }
+        return absolute(configuredPath, base: URL(fileURLWithPath: keysFilePath).deletingLastPathComponent().path)
+    }
+
     /// The regular files matching `pattern`, sorted; never hidden files (temporaries start with a dot).
     static func expand(_ pattern: String) -> [String] {
         var result = glob_t()
