@@ -29,6 +29,9 @@ struct SwapWindowTests {
         options.backgroundRotation = true
         VFSWatch.setActor("opener")
         let database = try EncryptedDatabase(path: path, keys: keys, options: options)
+        // On every exit path, before the database goes: a close that arrives after a failure
+        // above would otherwise wait forever for a release this thread never makes.
+        defer { closed.release() }
         VFSWatch.setActor(nil)
         let rotation = try #require(database.backgroundRotation)
         let stoppedAt = try #require(closed.waitUntilReached(), "the swap never closed the database file")
