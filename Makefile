@@ -26,4 +26,8 @@ test:
 demo:
 	scripts/demo.sh
 
-.PHONY: bench bench4 bench-fleet bench-fleet4 bench-background bench-background4 test demo
+# The mutation pass (Tests/README.md): each safety mutant in Tests/Mutants/ must fail its tests.
+mutate:
+	scripts/mutate.sh
+
+.PHONY: bench bench4 bench-fleet bench-fleet4 bench-background bench-background4 test demo mutate
