@@ -1,5 +1,6 @@
 @testable import EncryptedSQLite
 import DurableFiles
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport
@@ -142,6 +143,61 @@ struct BackgroundRotationTests {
         #expect(report.fallbackReason == nil)
         #expect(try await other.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
         #expect(other.report.openedWithKeyID == "k2", "the other database follows the rotation")
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+    }
+
+    @Test("another connection of this process holds the rollback-mode file's RESERVED lock (BEGIN IMMEDIATE) across the swap: the swap falls back for that reason without closing a descriptor of the file, so the lock still stops another process's BEGIN IMMEDIATE")
+    func otherConnectionInProcessKeepsItsLock() async throws {
+        let directory = TemporaryDirectory("background-inprocess-lock")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: false, blobs: 200)
+        let old = try ring.keyList(database: path).keys[0]
+        /// Another process's `BEGIN IMMEDIATE` with no busy timeout: the shell's error, or `nil` when it got the lock.
+        func otherProcessLockError() throws -> String? {
+            let result = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "BEGIN IMMEDIATE;\nROLLBACK;")
+            return result.status == 0 ? nil : result.stderr
+        }
+        // The pausing VFS sees this process's connections (installed before any is opened).
+        let watch = VFSWatch(folder: directory.path)
+        watch.recording = false
+        defer { watch.stop() }
+
+        // Not an EncryptedDatabase (those step aside for the swap): a plain connection in a write
+        // transaction, whose POSIX locks closing any descriptor of the file in this process would drop.
+        let holder = try Connection(path: path, access: .readWrite, key: old.cipherKey, busyTimeout: .seconds(5))
+        defer { holder.close() }
+        try holder.execute("BEGIN IMMEDIATE")
+        let control = try otherProcessLockError()
+        #expect(control?.contains("database is locked") == true, "the holder's lock should stop the shell before the rotation: \(control ?? "it got the lock")")
+
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        options.busyTimeout = .seconds(60)  // the fallback waits for the holder's lock (a hang guard, not an order)
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let rotation = try #require(database.backgroundRotation)
+        // The swap attempt is over once the ordinary rotation that replaces it finds the file
+        // busy (the holder's RESERVED lock): it stops there while the other process tries the file.
+        let fallbackBusy = watch.pause { event in
+            event.after && event.kind == .database && event.path == path && event.operation == .lock && event.result == 5  // SQLITE_BUSY
+        }
+        defer { fallbackBusy.release() }
+        let busy = fallbackBusy.waitUntilReached()
+        #expect(busy != nil, "the fallback never waited for the holder's lock")
+        let during = try otherProcessLockError()
+        #expect(during?.contains("database is locked") == true,
+                "after the swap attempt another process took the lock this process's holder has: \(during ?? "its BEGIN IMMEDIATE succeeded")")
+
+        // The holder ends its transaction (a commit would wait for the rotation's SHARED lock,
+        // which waits for it), then lets the ordinary rotation go on.
+        try holder.execute("ROLLBACK")
+        holder.close()
+        fallbackBusy.release()
+        let report = try await rotation.result()
+        #expect(report.method == .pageReencryption)
+        #expect(report.fallbackReason == "this process has the file open through another connection")
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
         #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
