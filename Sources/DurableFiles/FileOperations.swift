@@ -21,7 +21,8 @@ package struct FileOperations: Sendable {
     /// handle of the database): returns the handle to use instead. ``system`` returns it unchanged.
     package var observe: @Sendable (_ file: any RandomAccessFile) -> any RandomAccessFile
     /// Lets the seam see a new file the library has finished writing through SQLite (the export
-    /// path's copy) before it verifies that file: tests alter the copy here to prove that the
+    /// path's copy, a backup, a decrypted copy, a background rotation's copy once its last pages
+    /// are in) before it verifies that file: tests alter the copy here to prove that the
     /// verification refuses it. ``system`` does nothing.
     package var written: @Sendable (_ path: String) -> Void = { _ in }
 

@@ -1,5 +1,6 @@
 @testable import EncryptedSQLite
 import DurableFiles
+@testable import KeyConfiguration
 import Foundation
 import Testing
 import TestSupport
@@ -145,6 +146,61 @@ struct BackgroundRotationTests {
         #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
     }
 
+    @Test("another connection of this process holds the rollback-mode file's RESERVED lock (BEGIN IMMEDIATE) across the swap: the swap falls back for that reason without closing a descriptor of the file, so the lock still stops another process's BEGIN IMMEDIATE")
+    func otherConnectionInProcessKeepsItsLock() async throws {
+        let directory = TemporaryDirectory("background-inprocess-lock")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: false, blobs: 200)
+        let old = try ring.keyList(database: path).keys[0]
+        /// Another process's `BEGIN IMMEDIATE` with no busy timeout: the shell's error, or `nil` when it got the lock.
+        func otherProcessLockError() throws -> String? {
+            let result = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "BEGIN IMMEDIATE;\nROLLBACK;")
+            return result.status == 0 ? nil : result.stderr
+        }
+        // The pausing VFS sees this process's connections (installed before any is opened).
+        let watch = VFSWatch(folder: directory.path)
+        watch.recording = false
+        defer { watch.stop() }
+
+        // Not an EncryptedDatabase (those step aside for the swap): a plain connection in a write
+        // transaction, whose POSIX locks closing any descriptor of the file in this process would drop.
+        let holder = try Connection(path: path, access: .readWrite, key: old.cipherKey, busyTimeout: .seconds(5))
+        defer { holder.close() }
+        try holder.execute("BEGIN IMMEDIATE")
+        let control = try otherProcessLockError()
+        #expect(control?.contains("database is locked") == true, "the holder's lock should stop the shell before the rotation: \(control ?? "it got the lock")")
+
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        options.busyTimeout = .seconds(60)  // the fallback waits for the holder's lock (a hang guard, not an order)
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let rotation = try #require(database.backgroundRotation)
+        // The swap attempt is over once the ordinary rotation that replaces it finds the file
+        // busy (the holder's RESERVED lock): it stops there while the other process tries the file.
+        let fallbackBusy = watch.pause { event in
+            event.after && event.kind == .database && event.path == path && event.operation == .lock && event.result == 5  // SQLITE_BUSY
+        }
+        defer { fallbackBusy.release() }
+        let busy = fallbackBusy.waitUntilReached()
+        #expect(busy != nil, "the fallback never waited for the holder's lock")
+        let during = try otherProcessLockError()
+        #expect(during?.contains("database is locked") == true,
+                "after the swap attempt another process took the lock this process's holder has: \(during ?? "its BEGIN IMMEDIATE succeeded")")
+
+        // The holder ends its transaction (a commit would wait for the rotation's SHARED lock,
+        // which waits for it), then lets the ordinary rotation go on.
+        try holder.execute("ROLLBACK")
+        holder.close()
+        fallbackBusy.release()
+        let report = try await rotation.result()
+        #expect(report.method == .pageReencryption)
+        #expect(report.fallbackReason == "this process has the file open through another connection")
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+    }
+
     @Test("another process has the file open: an ordinary rotation instead, with the reason in the report")
     func otherProcessFallsBack() async throws {
         let directory = TemporaryDirectory("background-other")
@@ -171,6 +227,97 @@ struct BackgroundRotationTests {
         #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
         #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
+    }
+
+    /// How ``damagedCopyRefused(_:walMode:)`` spoils the background copy before its check.
+    enum CopyDamage: String, CaseIterable, Sendable {
+        case rowMissing = "a row missing", userVersion = "another user_version", pageScribbled = "a page overwritten"
+
+        /// What the verification's error says about it.
+        var expectedDetail: String {
+            switch self {
+            case .rowMissing: "has different row counts than the database (people)"
+            case .userVersion: "differs from the database: "
+            case .pageScribbled: "PRAGMA quick_check"
+            }
+        }
+    }
+
+    @Test("a background copy damaged after its last pages and before its check (FileOperations.written) is never swapped in: the rotation fails with verificationFailed, the file stays intact on its old key and serves, no temporary left",
+          arguments: CopyDamage.allCases, [false, true])
+    func damagedCopyRefused(_ damage: CopyDamage, walMode: Bool) async throws {
+        let directory = TemporaryDirectory("background-verify")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: walMode, blobs: 200)
+        let before = try Fixture.digest(of: path, with: ring.only(0, database: path))
+
+        let damaged = EventCounter()
+        // quick_check: the check that reads every page of the copy (and compares row counts).
+        var options = OpenOptions(verification: .quickCheck)
+        options.backgroundRotation = true
+        // The copy is complete here, on the new key, and the swap holds the writer's lock; the
+        // independent shell spoils it.
+        options.files.written = { copy in
+            _ = damaged.next()
+            switch damage {
+            case .rowMissing:
+                let result = try? SQLCipherShell.run(copy, key: ring.keys[1].shellKey, "DELETE FROM people WHERE id = 17;")
+                #expect(result?.status == 0, "\(result?.stderr ?? "")")
+            case .userVersion:
+                let result = try? SQLCipherShell.run(copy, key: ring.keys[1].shellKey, "PRAGMA user_version = 43;")
+                #expect(result?.status == 0, "\(result?.stderr ?? "")")
+            case .pageScribbled:
+                // The last page's bytes replaced: its HMAC no longer matches.
+                guard let handle = FileHandle(forUpdatingAtPath: copy) else { Issue.record("cannot open the copy"); return }
+                let size = handle.seekToEndOfFile()
+                handle.seek(toFileOffset: size - 512)
+                handle.write(Data(repeating: 0x5a, count: 256))
+                try? handle.synchronize()
+                try? handle.close()
+            }
+        }
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let rotation = try #require(database.backgroundRotation)
+        let error = await #expect(throws: EncryptedDatabaseError.self) { try await rotation.result() }
+        guard case .verificationFailed(path, "k2", let detail)? = error else {
+            Issue.record("expected verificationFailed, got \(String(describing: error)) (state \(rotation.state))")
+            return
+        }
+        #expect(detail.hasPrefix("the background copy ") && detail.hasSuffix("the database was left on its old key") && detail.contains(damage.expectedDetail), "\(detail)")
+        guard case .failed = rotation.state else {
+            Issue.record("the rotation ended as \(rotation.state), not failed")
+            return
+        }
+        if damage == .userVersion { #expect(detail.contains(", user_version 43, ") && detail.contains(", user_version 42, "), "\(detail)") }
+        #expect(damaged.count == 1, "the swap should have handed its copy to the seam once")
+        #expect(database.report.rotation == nil, "no rotation recorded")
+        // The database serves on its old key, and the file, as the shell sees it, is intact.
+        #expect(try await database.read { try Fixture.contentDigest($0) } == before)
+        let shell = try SQLCipherShell.run(path, key: ring.keys[0].shellKey, "PRAGMA user_version; SELECT count(*) FROM people; SELECT count(*) FROM filler; PRAGMA quick_check;")
+        #expect(shell.stdout.split(separator: "\n").map(String.init) == ["42", "2000", "200", "ok"], "\(shell.stderr)")
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".rekey-") }
+        #expect(leftovers.isEmpty, "temporaries left: \(leftovers)")
+    }
+
+    @Test("the undamaged copy passes the same check (row counts and quick_check) and is swapped in (the control for the test above)", arguments: [false, true])
+    func undamagedCopySwapped(walMode: Bool) async throws {
+        let directory = TemporaryDirectory("background-verify-ok")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        try Self.makeFile(at: path, ring: ring, walMode: walMode, blobs: 200)
+        let seen = EventCounter()
+        var options = OpenOptions(verification: .quickCheck)
+        options.backgroundRotation = true
+        options.files.written = { _ in _ = seen.next() }
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let report = try await #require(database.backgroundRotation).result()
+        #expect(seen.count == 1)
+        #expect(report.method == .backgroundCopy, "fallback: \(report.fallbackReason ?? "none")")
+        #expect(report.verification == .quickCheck)
+        let shell = try SQLCipherShell.run(path, key: ring.keys[1].shellKey, "PRAGMA user_version; SELECT count(*) FROM people; SELECT count(*) FROM filler;")
+        #expect(shell.stdout == "42\n2000\n200\n", "\(shell.stderr)")
     }
 
     @Test("keys that name non-default settings (8 KiB pages, 10,000 KDF rounds) and a pool of 3 readers: copied in the background, the shell opens it with those settings and the new key only")

@@ -54,25 +54,28 @@ extension RotationFollower {
         //   whether anyone committed (or emptied the WAL after committing) since: then no swap.
         let walIndex = journalMode == "wal" ? WALIndexHeader(databasePath: path) : nil
         defer { walIndex?.keepUntilExit() }  // unless closed below, once this process has no connection
+        let check: String? = switch options.verification {
+        case .quickCheck: "PRAGMA quick_check"
+        case .integrityCheck: "PRAGMA integrity_check"
+        case .schema, .pages: nil
+        }
+        // With a check, which reads the whole copy in the pause anyway, the row counts too: no
+        // other fact shows a row missing from the copy.
         let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
             try writer.connection.execute("BEGIN")
-            let facts = try BackgroundCopy.Facts(writer.connection)
+            let facts = try BackgroundCopy.Facts(writer.connection, countingRows: check != nil)
             try copy.complete()
             if journalMode == "wal" { try writer.connection.execute("COMMIT") }
             return facts
         }
         phase("last pages")
+        options.files.written(copy.temporary)  // a test seam (it damages the copy here); nothing in production
         // The report's `bytes` is the database's size, as for every other rotation; the copy's own
         // size goes into the background figures.
         let bytes = FileSystem.size(of: path) ?? 0
         let temporaryBytes = FileSystem.size(of: copy.temporary) ?? 0
         try copy.synchronize()
         phase("flush")
-        let check: String? = switch options.verification {
-        case .quickCheck: "PRAGMA quick_check"
-        case .integrityCheck: "PRAGMA integrity_check"
-        case .schema, .pages: nil
-        }
         let verifyTime = Stopwatch()
         try copy.verify(against: original, check: check)
         let verifyDuration = verifyTime.elapsed

@@ -136,25 +136,30 @@ final class BackgroundCopy {
         if code != 0 { throw .ioFailure(path: path, operation: "finishing the background copy", detail: "sqlite3_backup_finish returned \(code)") }
     }
 
-    /// What the swap compares between the database and its copy: cheap to read in the pause.
+    /// What the swap compares between the database and its copy: cheap to read in the pause,
+    /// except the row counts, read only when the swap's check reads the whole copy anyway.
     struct Facts: Equatable, CustomStringConvertible {
         let pageCount: Int
         let userVersion: Int
         let applicationID: Int
         let schema: [String]
+        /// The row count of every table (as the export path counts them), when `countingRows`.
+        let rowCounts: [String: Int64]?
 
-        init(_ connection: Connection) throws {
+        init(_ connection: Connection, countingRows: Bool) throws {
             pageCount = try connection.integerPragma("page_count") ?? -1
             userVersion = try connection.integerPragma("user_version") ?? -1
             applicationID = try connection.integerPragma("application_id") ?? -1
             schema = try connection.query("SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name").map { try $0.get(0, as: String.self) }
+            rowCounts = countingRows ? try DatabaseExport.SourceFacts.content(connection).1 : nil
         }
 
         var description: String { "\(pageCount) pages, user_version \(userVersion), application_id \(applicationID), \(schema.count) schema objects" }
     }
 
     /// Opens the completed copy on a fresh connection with the new key and compares it with
-    /// `original`; runs `check` (`quick_check`, `integrity_check`) when given.
+    /// `original` (row counts too when `original` has them); runs `check` (`quick_check`,
+    /// `integrity_check`) when given.
     /// - Throws: ``EncryptedDatabaseError/verificationFailed(path:keyID:detail:)``.
     func verify(against original: Facts, check: String?) throws(EncryptedDatabaseError) {
         func fail(_ detail: String) -> EncryptedDatabaseError {
@@ -165,7 +170,11 @@ final class BackgroundCopy {
                 throw fail("does not open with the new key")
             }
             defer { connection.close() }
-            let copied = try Facts(connection)
+            let copied = try Facts(connection, countingRows: original.rowCounts != nil)
+            if let counts = original.rowCounts, let copiedCounts = copied.rowCounts, copiedCounts != counts {
+                let tables = Set(counts.keys).union(copiedCounts.keys).sorted().filter { counts[$0] != copiedCounts[$0] }
+                throw fail("has different row counts than the database (\(tables.prefix(3).joined(separator: ", ")))")
+            }
             guard copied == original else { throw fail("differs from the database: \(copied) against \(original)") }
             if let check {
                 let result = try connection.query(check).compactMap { try $0.get(0, as: String?.self) }
