@@ -210,7 +210,7 @@ struct BackgroundRotationTests {
         // A process that only holds the file open, as an idle connection in rollback mode does.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/bin/sh")
-        holder.arguments = ["-c", "exec 3<\"$1\"; echo ready; sleep 60", "holder", path]
+        holder.arguments = ["-c", "exec 3<\"$1\"; echo ready; exec sleep 60", "holder", path]
         let pipe = Pipe()
         holder.standardOutput = pipe
         try holder.run()

@@ -28,7 +28,10 @@ public enum RotationVerification: String, Sendable, Codable, CaseIterable {
     /// of `quickCheck`'s cost. Done
     /// before the rotation commits, so a failure rolls it back. The default. For rotations the
     /// library does not rewrite itself (the engine's rekey, the export path), `quickCheck` runs
-    /// instead.
+    /// instead. A background copy (``OpenOptions/backgroundRotation``) is only compared with the
+    /// database on a fresh connection (page count, schema, `user_version`, `application_id`),
+    /// since a check of every page would run inside its pause: choose `quickCheck` or
+    /// `integrityCheck` for that check, and row counts, in the pause.
     case pages
     /// `PRAGMA quick_check` by the engine on a fresh connection with the new key: every page of
     /// every table and index is read and authenticated, and the b-tree structure checked (linear
