@@ -115,7 +115,7 @@ struct KeyEncryptionCrashTests {
         do {
             let database = try EncryptedDatabase(path: path, keys: KeysFile.load(path: setup.folder.file("Keys")).keyList(forDatabase: path), options: options)
             #expect(database.report.openedWithKeyID == "p0" && database.report.isOnCurrentKey)
-            pageSize = try database.read { try $0.queryValue("PRAGMA page_size", as: Int.self) } ?? 0
+            pageSize = try database.read { try $0.integerPragma("page_size") } ?? 0
         }
         // A page re-encryption (the same page format: a data key needs no other settings).
         recorder.expectSteps(ExpectedStepRun.pageReencryption(fileSize: fileSize, pageSize: pageSize), "rotation to a wrapped data key")

@@ -106,7 +106,7 @@ struct PowerCutTests {
                 #expect(database.report.rotation?.fallbackReason == nil)
                 if case .finished(let report) = rotation.state { backgroundSteps = report.background?.steps ?? 0 }
             }
-            pageSize = try database.read { try $0.queryValue("PRAGMA page_size", as: Int.self) } ?? 0
+            pageSize = try database.read { try $0.integerPragma("page_size") } ?? 0
             if backgroundSteps == 0 { backgroundSteps = database.report.rotation?.background?.steps ?? 0 }
             #expect(database.report.isOnCurrentKey)
             #expect(database.report.rotation?.method == path.expectedMethod, "the recorded run must take the path under test")
