@@ -57,9 +57,11 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
     ///   place, and flushes the folder.
     /// - Background copy: the copy's flushes while it copies (one per 8 MiB, and before the last
     ///   steps: at most one per copy step, timing decides) and the swap's own flush are one run of
-    ///   1…steps+1; a WAL file's checkpointed, empty -wal is flushed; the folder; then the
-    ///   publish: the copy's flush, the rename over the database, the folder.
-    func expectedSteps(fileSize: Int, pageSize: Int, backgroundSteps: Int) -> [ExpectedStepRun] {
+    ///   1…steps+1; each side file the database still has at the swap (`sideFilesAtSwap`: a WAL
+    ///   file's checkpointed, empty `-wal` where the engine leaves it, SQLCipher 3.4.1 here but not
+    ///   4.6.1) is flushed; the folder; then the publish: the copy's flush, the rename over the
+    ///   database, the folder.
+    func expectedSteps(fileSize: Int, pageSize: Int, backgroundSteps: Int, sideFilesAtSwap: [String] = []) -> [ExpectedStepRun] {
         switch kind {
         case .pageReencryption, .pageReencryptionWAL:
             return ExpectedStepRun.pageReencryption(fileSize: fileSize, pageSize: pageSize)
@@ -69,7 +71,7 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
             return [ExpectedStepRun(.sync, "temporary"), ExpectedStepRun(.link, "temporary→database"), ExpectedStepRun(.unlink, "temporary"), ExpectedStepRun(.syncFolder)]
         case .backgroundCopy, .backgroundCopyWAL:
             return [ExpectedStepRun(.sync, "temporary", counts: 1...(backgroundSteps + 1))]
-                + (kind == .backgroundCopyWAL ? [ExpectedStepRun(.sync, "wal")] : [])
+                + ["-wal", "-journal"].filter { sideFilesAtSwap.contains("app.sqlite" + $0) }.map { ExpectedStepRun(.sync, PowerCutStep.role(of: "app.sqlite" + $0)) }
                 + [ExpectedStepRun(.syncFolder), ExpectedStepRun(.sync, "temporary"), ExpectedStepRun(.rename, "temporary→database"), ExpectedStepRun(.syncFolder)]
         }
     }
@@ -112,8 +114,12 @@ struct PowerCutTests {
             #expect(database.report.rotation?.method == path.expectedMethod, "the recorded run must take the path under test")
         }
         let events = recorder.recorded.count
+        // The database's side files in the folder when the swap flushes it (background copies).
+        let sideFilesAtSwap = recorder.recorded.first { if case .syncFolder = $0.event { true } else { false } }
+            .map { $0.listing.keys.filter { $0.hasPrefix("app.sqlite-") } } ?? []
         recorder.expectSteps(path.expectedSteps(
-            fileSize: Int(FileSystem.size(of: setup.fixture.file("app.sqlite")) ?? 0), pageSize: pageSize, backgroundSteps: backgroundSteps), path.testDescription)
+            fileSize: Int(FileSystem.size(of: setup.fixture.file("app.sqlite")) ?? 0), pageSize: pageSize, backgroundSteps: backgroundSteps,
+            sideFilesAtSwap: path.background ? sideFilesAtSwap : []), path.testDescription)
         print("power cut [\(path.testDescription)]: steps (page size \(pageSize)): \(recorder.stepRuns.map(\.description).joined(separator: ", "))")
 
         var tally = CrashTally(path: "power cut: \(path.testDescription)")
