@@ -48,6 +48,19 @@ let keyEncryptionMatrixCases: [String: @Sendable (MatrixContext) throws -> Matri
         let keks = "  - id: hsm\n    pkcs11:\n      module: /usr/lib/softhsm/libsofthsm2.so\n      token: app\n      key: kek\n      pin: \"\(pin)\"\n"
         return try c.keyEncryptionCase(keks: keks, wrapped: "", mustName: [c.keysPath])
     },
+    // `pin:` beside a PIN source: refused for the plaintext PIN, not accepted because the source is there.
+    "keys.pinBesidePinEnv": { c in
+        let pin = c.secret("pin-\(UInt32.random(in: 100_000...999_999))")
+        let keks = "  - id: hsm\n    pkcs11:\n      module: /usr/lib/softhsm/libsofthsm2.so\n      token: app\n      key: kek\n      pin_env: HSM_PIN\n      pin: \"\(pin)\"\n"
+        return try c.keyEncryptionCase(keks: keks, wrapped: "", mustName: [c.keysPath])
+    },
+    "keys.pinBesidePinFile": { c in
+        let pin = c.secret("pin-\(UInt32.random(in: 100_000...999_999))")
+        c.write(pin, to: "hsm.pin")
+        chmod(c.directory.file("hsm.pin"), 0o600)
+        let keks = "  - id: hsm\n    pkcs11:\n      module: /usr/lib/softhsm/libsofthsm2.so\n      token: app\n      key: kek\n      pin: \"\(pin)\"\n      pin_file: hsm.pin\n"
+        return try c.keyEncryptionCase(keks: keks, wrapped: "", mustName: [c.keysPath])
+    },
     "keys.wrappedHalf": { c in
         let (keks, _) = try TestKEK.hexKEK(c, id: "kek-a")
         return try c.keyEncryptionCase(keks: keks, wrapped: "      - id: data-1\n        wrapped_by: kek-a\n", mustName: [c.keysPath, "data-1"])

@@ -35,6 +35,13 @@ extension BadInputContext {
         return try runCase(["--db", "app.sqlite"], prefix: Self.asNobody, mustName: mustName)
     }
 
+    /// The ring's Keys file for `app.sqlite` with a PKCS#11 KEK `hsm` listed first, its `pkcs11:`
+    /// fields ending with `pinLines` (6-space indented).
+    func pkcs11KeysFile(pinLines: String) -> String {
+        "key_encryption_keys:\n  - id: hsm\n    pkcs11:\n      module: /usr/lib/softhsm/libsofthsm2.so\n      token: app\n      key: kek\n"
+            + pinLines + ring.yaml(databasePath: "app.sqlite")
+    }
+
     static let asNobody = OtherUser.commandPrefix
     static var canRunAsNobody: Bool { OtherUser.canRunCommands }
 }
@@ -83,6 +90,22 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
         try c.makeDatabase(key: 0)
         c.write("databases: [\n  - path: app.sqlite\n    keys: [{id: k, passphrase: \"\(c.passphrase("broken"))\"\n")
         return try c.runCase(["--db", "app.sqlite"], mustName: ["Keys"], also: [c.directory.file("Keys")])
+    },
+    // `pin:` beside a PIN source, through `rekey keys retire-check` (a command that loads the
+    // Keys file and opens no database): refused, the PIN in no output.
+    "cli.pinBesidePinEnv": { c in
+        try c.makeDatabase(key: 0)
+        let pin = c.secret("pin-\(UInt32.random(in: 100_000...999_999))")
+        c.write(c.pkcs11KeysFile(pinLines: "      pin_env: HSM_PIN\n      pin: \"\(pin)\"\n"))
+        return try c.runCase(["keys", "retire-check", "--kek", "hsm"], environment: ["HSM_PIN": pin], mustName: ["Keys"], also: [c.directory.file("Keys")])
+    },
+    "cli.pinBesidePinFile": { c in
+        try c.makeDatabase(key: 0)
+        let pin = c.secret("pin-\(UInt32.random(in: 100_000...999_999))")
+        c.write(pin, to: "hsm.pin")
+        chmod(c.directory.file("hsm.pin"), 0o600)
+        c.write(c.pkcs11KeysFile(pinLines: "      pin: \"\(pin)\"\n      pin_file: hsm.pin\n"))
+        return try c.runCase(["keys", "retire-check", "--kek", "hsm"], mustName: ["Keys"], also: [c.directory.file("Keys")])
     },
     "cli.notListed": { c in
         try c.makeDatabase(at: c.directory.file("other.sqlite"), key: 0)

@@ -89,7 +89,12 @@ struct KeyEncryptionCrashTests {
             keysFile: setup.folder.file("Keys"), to: nil, newKeyEncryptionKey: .init(id: "kek-2"), environment: nil, created: nil, files: recorder.operations())
         #expect(rotation.rewrapped == 1)
         let events = recorder.recorded.count
-        #expect(events >= 4, "a new KEK file and a Keys file replacement, each with its syncs")
+        // The new KEK file durably in place before the Keys file naming it is replaced: two
+        // whole-file writes through the seam (11 steps).
+        recorder.expectSteps(
+            ExpectedStepRun.wholeFileWrite(of: "key file", replacing: false) + ExpectedStepRun.wholeFileWrite(of: "Keys", replacing: true),
+            "master-key rewrap to a new KEK")
+        print("power cut: master-key rewrap: steps: \(recorder.stepRuns.map(\.description).joined(separator: ", "))")
         try tally("power cut: master-key rewrap", events: events) { image, trial in
             let folder = TemporaryDirectory("kek-power-image")
             try image.materialize(into: folder.path)
@@ -105,10 +110,16 @@ struct KeyEncryptionCrashTests {
         var options = OpenOptions()
         options.files = recorder.operations()
         let path = setup.folder.file("app.sqlite")
+        let fileSize = Int(FileSystem.size(of: path) ?? 0)
+        let pageSize: Int
         do {
             let database = try EncryptedDatabase(path: path, keys: KeysFile.load(path: setup.folder.file("Keys")).keyList(forDatabase: path), options: options)
             #expect(database.report.openedWithKeyID == "p0" && database.report.isOnCurrentKey)
+            pageSize = try database.read { try $0.integerPragma("page_size") } ?? 0
         }
+        // A page re-encryption (the same page format: a data key needs no other settings).
+        recorder.expectSteps(ExpectedStepRun.pageReencryption(fileSize: fileSize, pageSize: pageSize), "rotation to a wrapped data key")
+        print("power cut: rotation to a wrapped data key: steps (page size \(pageSize)): \(recorder.stepRuns.map(\.description).joined(separator: ", "))")
         try tally("power cut: rotation to a wrapped data key", events: recorder.recorded.count) { image, trial in
             let folder = TemporaryDirectory("kek-rotation-image")
             try image.materialize(into: folder.path)

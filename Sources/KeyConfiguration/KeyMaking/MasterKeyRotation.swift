@@ -75,9 +75,15 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
 
     /// ``rewrap(keysFile:to:newKeyEncryptionKey:environment:created:)`` through `files`, the
     /// seam the power-cut tests record.
+    ///
+    /// `alteringEditedText` is a test seam into step 3: it receives the text the rewrite made and
+    /// returns the text the rest of the rewrap goes on with, so that a test can stand in for a
+    /// faulty rewrite (a value swapped, truncated, left under the old KEK, an id changed) and see
+    /// step 4 refuse it. The default returns the text unchanged; production code never passes one.
     package static func rewrap(
         keysFile: String, to targetID: String?, newKeyEncryptionKey: NewKeyEncryptionKey?,
-        environment: [String: String]?, created: Date?, files: FileOperations
+        environment: [String: String]?, created: Date?, files: FileOperations,
+        alteringEditedText: (String) -> String = { $0 }
     ) throws(KeyMakingError) -> MasterKeyRotation {
         let loaded: KeysFile
         do throws(KeyConfigurationError) { loaded = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
@@ -145,7 +151,7 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
                 }
             }
             do {
-                text = try KeysFileEditing.rewrapping(replacements, appendingKeyEncryptionKey: newEntry, in: text)
+                text = alteringEditedText(try KeysFileEditing.rewrapping(replacements, appendingKeyEncryptionKey: newEntry, in: text))
             } catch {
                 throw .notEdited(keysFile: keysFile, problem: "\(error)")
             }
@@ -181,9 +187,15 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
         } catch {
             throw .notEdited(keysFile: keysFile, problem: "the edited file would not load (\(error)); nothing was changed")
         }
-        guard edited.entries.map(\.configuredPath) == loaded.entries.map(\.configuredPath),
-              edited.entries.map({ $0.keys.map(\.id) }) == loaded.entries.map({ $0.keys.map(\.id) })
-        else { throw .notEdited(keysFile: keysFile, problem: "the edited file would not have the same entries; nothing was changed") }
+        guard edited.entries.map(\.configuredPath) == loaded.entries.map(\.configuredPath) else {
+            throw .notEdited(keysFile: keysFile, problem: "the edited file would not have the same database entries; nothing was changed")
+        }
+        for (entry, before) in zip(edited.entries, loaded.entries) where entry.keys.map(\.id) != before.keys.map(\.id) {
+            // The first key id that is not where it was (ids only: no key material).
+            let ids = before.keys.map(\.id)
+            let changed = ids.enumerated().first { index, id in index >= entry.keys.count || entry.keys[index].id != id }?.element ?? ids.last ?? ""
+            throw .notEdited(keysFile: keysFile, problem: "key \"\(changed)\" of \(before.configuredPath) would not keep its id after the edit; nothing was changed")
+        }
         for (entryIndex, keyIndex, keyID, dataKey) in found {
             guard case .wrapped(let value) = edited.entries[entryIndex].keys[keyIndex].source, value.keyEncryptionKeyID == target,
                   let kek = try? keks.key(id: target),

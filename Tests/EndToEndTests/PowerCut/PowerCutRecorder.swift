@@ -2,6 +2,7 @@
 import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
+import Testing
 
 /// Records the durable file operations one library call makes in one folder, through the
 /// library's `FileOperations` seam, so that the state a power cut after any of them would leave
@@ -303,5 +304,161 @@ struct PowerCutImage {
             result.replaceSubrange(start..<min(start + block, content.count), with: [UInt8](repeating: 0, count: min(block, content.count - start)))
         }
         return result
+    }
+}
+
+/// One recorded event in the form the power-cut tests compare with the steps their path must
+/// take: what was done (write, sync, rename…) to which file, by its role (``PowerCutStep/role(of:)``),
+/// not its name (temporaries have random names) nor its bytes.
+struct PowerCutStep: Hashable, CustomStringConvertible, Sendable {
+    enum Kind: String, Sendable {
+        case observe, create, write, sync, syncFolder = "sync folder", rename, link, unlink
+    }
+
+    let kind: Kind
+    /// The file's role; for a rename or link, `source→target`; empty for a folder sync.
+    let role: String
+
+    init(_ kind: Kind, _ role: String = "") {
+        self.kind = kind
+        self.role = role
+    }
+
+    var description: String { role.isEmpty ? kind.rawValue : "\(kind.rawValue) \(role)" }
+
+    /// The role of the file `name`: `database` (`app.sqlite`), `journal`, `wal`, `Keys`, `key file`
+    /// (`*.key`), `temporary` (a library temporary: `.<name>.<hex>.new` or `*.rekey-*`), or the
+    /// name itself.
+    static func role(of name: String) -> String {
+        if name == "app.sqlite" { return "database" }
+        if name == "Keys" { return "Keys" }
+        if name.hasSuffix("-journal") { return name.contains(".rekey-") ? "temporary journal" : "journal" }
+        if name.hasSuffix("-wal") { return name.contains(".rekey-") ? "temporary wal" : "wal" }
+        if name.contains(".rekey-") || (name.hasPrefix(".") && name.hasSuffix(".new")) { return "temporary" }
+        if name.hasSuffix(".key") { return "key file" }
+        return name
+    }
+}
+
+/// A run of one step: the step and how many times it came in a row.
+struct PowerCutStepRun: Hashable, CustomStringConvertible, Sendable {
+    let step: PowerCutStep
+    let count: Int
+
+    init(_ step: PowerCutStep, _ count: Int = 1) {
+        self.step = step
+        self.count = count
+    }
+
+    var description: String { count == 1 ? step.description : "\(step) ×\(count)" }
+}
+
+extension PowerCutRecorder {
+    /// The recorded events as steps, in order (a file's role from its name when the event
+    /// happened, or when the recorder saw it created).
+    var steps: [PowerCutStep] {
+        var createdNames: [Inode: String] = [:]
+        return recorded.map { moment in
+            func name(_ inode: Inode) -> String {
+                moment.listing.first { $0.value == inode }?.key ?? createdNames[inode] ?? "inode \(inode)"
+            }
+            let role = { (inode: Inode) in PowerCutStep.role(of: name(inode)) }
+            switch moment.event {
+            case .observed(let inode, _): return PowerCutStep(.observe, role(inode))
+            case .created(let created, let inode):
+                createdNames[inode] = created
+                return PowerCutStep(.create, PowerCutStep.role(of: created))
+            case .write(let inode, _, _): return PowerCutStep(.write, role(inode))
+            case .syncHandle(let inode), .syncPath(let inode, _): return PowerCutStep(.sync, role(inode))
+            case .syncFolder: return PowerCutStep(.syncFolder)
+            case .rename(let source, let target, _): return PowerCutStep(.rename, "\(PowerCutStep.role(of: source))→\(PowerCutStep.role(of: target))")
+            case .link(let source, let target, _): return PowerCutStep(.link, "\(PowerCutStep.role(of: source))→\(PowerCutStep.role(of: target))")
+            case .unlink(let removed): return PowerCutStep(.unlink, PowerCutStep.role(of: removed))
+            }
+        }
+    }
+
+    /// ``steps`` with each run of the same step in a row folded into one, with its count.
+    var stepRuns: [PowerCutStepRun] {
+        var runs: [PowerCutStepRun] = []
+        for step in steps {
+            if let last = runs.last, last.step == step {
+                runs[runs.count - 1] = PowerCutStepRun(step, last.count + 1)
+            } else {
+                runs.append(PowerCutStepRun(step))
+            }
+        }
+        return runs
+    }
+
+    /// The step runs, one per line, for a failure message.
+    var stepListing: String { stepRuns.map(\.description).joined(separator: "\n") }
+}
+
+/// A run of steps a path must take: the step, and how many times in a row (a fixed part: one
+/// count; a variable part: the range its structure allows).
+struct ExpectedStepRun: CustomStringConvertible, Sendable {
+    let step: PowerCutStep
+    let counts: ClosedRange<Int>
+
+    init(_ kind: PowerCutStep.Kind, _ role: String = "", count: Int = 1) {
+        self.init(kind, role, counts: count...count)
+    }
+
+    init(_ kind: PowerCutStep.Kind, _ role: String = "", counts: ClosedRange<Int>) {
+        step = PowerCutStep(kind, role)
+        self.counts = counts
+    }
+
+    var description: String {
+        counts == 1...1 ? step.description : counts.count == 1 ? "\(step) ×\(counts.lowerBound)" : "\(step) ×\(counts.lowerBound)…\(counts.upperBound)"
+    }
+
+    /// `DurableFiles`' whole-file write (`writeWholeFile`) of `target`'s role: a new temporary,
+    /// one write, its flush, then a link (new file, `replacing: false`) and the temporary's
+    /// unlink, or a rename (`replacing: true`), then the folder's flush.
+    static func wholeFileWrite(of target: String, replacing: Bool) -> [ExpectedStepRun] {
+        [ExpectedStepRun(.create, "temporary"), ExpectedStepRun(.write, "temporary"), ExpectedStepRun(.sync, "temporary")]
+            + (replacing
+                ? [ExpectedStepRun(.rename, "temporary→\(target)")]
+                : [ExpectedStepRun(.link, "temporary→\(target)"), ExpectedStepRun(.unlink, "temporary")])
+            + [ExpectedStepRun(.syncFolder)]
+    }
+
+    /// A page re-encryption of a file of `fileSize` bytes in pages of `pageSize`: the journal
+    /// (header, then one write per chunk of `chunkBytes / pageSize` pages), made durable and
+    /// linked as `-journal`; one write per chunk to the database and its flush; the journal
+    /// renamed aside (the commit), the folder's flush, the renamed journal removed.
+    static func pageReencryption(fileSize: Int, pageSize: Int, chunkBytes: Int = PageReencryption.defaultChunkBytes) -> [ExpectedStepRun] {
+        let pages = fileSize / pageSize
+        let chunkPages = max(1, chunkBytes / pageSize)
+        let chunks = (pages + chunkPages - 1) / chunkPages
+        return [
+            ExpectedStepRun(.observe, "database"),
+            ExpectedStepRun(.create, "temporary journal"),
+            ExpectedStepRun(.write, "temporary journal", count: 1 + chunks),
+            ExpectedStepRun(.sync, "temporary journal"),
+            ExpectedStepRun(.link, "temporary journal→journal"),
+            ExpectedStepRun(.unlink, "temporary journal"),
+            ExpectedStepRun(.syncFolder),
+            ExpectedStepRun(.write, "database", count: chunks),
+            ExpectedStepRun(.sync, "database"),
+            ExpectedStepRun(.rename, "journal→temporary"),
+            ExpectedStepRun(.syncFolder),
+            ExpectedStepRun(.unlink, "temporary"),
+        ]
+    }
+}
+
+extension PowerCutRecorder {
+    /// Whether the recorded steps are, run for run, `expected` (each run's count in its range).
+    func stepsMatch(_ expected: [ExpectedStepRun]) -> Bool {
+        let runs = stepRuns
+        return runs.count == expected.count && zip(runs, expected).allSatisfy { $0.step == $1.step && $1.counts.contains($0.count) }
+    }
+
+    /// Records an issue unless the recorded steps match `expected`, listing both.
+    func expectSteps(_ expected: [ExpectedStepRun], _ path: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(stepsMatch(expected), "\(path): the recorded steps are not the ones the path must take.\nExpected:\n\(expected.map(\.description).joined(separator: "\n"))\nRecorded:\n\(stepListing)", sourceLocation: sourceLocation)
     }
 }

@@ -46,6 +46,36 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
     /// Whether the shell reads and writes the old key's file in the 3.x format.
     var oldIsVersion3: Bool { kind == .upgradeExport }
 
+    /// The durable steps the path must take through the seam, for a database file of `fileSize`
+    /// bytes (before the run) in pages of `pageSize`; `backgroundSteps`: the copy steps a
+    /// background rotation reported.
+    ///
+    /// - Page re-encryption (either journal mode: a WAL file is checkpointed and rewritten the
+    ///   same way): ``ExpectedStepRun/pageReencryption(fileSize:pageSize:chunkBytes:)``.
+    /// - Export + swap, and creation: SQLite writes the temporary without the seam; the library
+    ///   flushes it by path, renames (export) or links it (creation: never over a file) into
+    ///   place, and flushes the folder.
+    /// - Background copy: the copy's flushes while it copies (one per 8 MiB, and before the last
+    ///   steps: at most one per copy step, timing decides) and the swap's own flush are one run of
+    ///   1…steps+1; each side file the database still has at the swap (`sideFilesAtSwap`: a WAL
+    ///   file's checkpointed, empty `-wal` where the engine leaves it, SQLCipher 3.4.1 here but not
+    ///   4.6.1) is flushed; the folder; then the publish: the copy's flush, the rename over the
+    ///   database, the folder.
+    func expectedSteps(fileSize: Int, pageSize: Int, backgroundSteps: Int, sideFilesAtSwap: [String] = []) -> [ExpectedStepRun] {
+        switch kind {
+        case .pageReencryption, .pageReencryptionWAL:
+            return ExpectedStepRun.pageReencryption(fileSize: fileSize, pageSize: pageSize)
+        case .plaintextExport, .settingsExport, .upgradeExport:
+            return [ExpectedStepRun(.sync, "temporary"), ExpectedStepRun(.rename, "temporary→database"), ExpectedStepRun(.syncFolder)]
+        case .creation:
+            return [ExpectedStepRun(.sync, "temporary"), ExpectedStepRun(.link, "temporary→database"), ExpectedStepRun(.unlink, "temporary"), ExpectedStepRun(.syncFolder)]
+        case .backgroundCopy, .backgroundCopyWAL:
+            return [ExpectedStepRun(.sync, "temporary", counts: 1...(backgroundSteps + 1))]
+                + ["-wal", "-journal"].filter { sideFilesAtSwap.contains("app.sqlite" + $0) }.map { ExpectedStepRun(.sync, PowerCutStep.role(of: "app.sqlite" + $0)) }
+                + [ExpectedStepRun(.syncFolder), ExpectedStepRun(.sync, "temporary"), ExpectedStepRun(.rename, "temporary→database"), ExpectedStepRun(.syncFolder)]
+        }
+    }
+
     /// Every path; the 3.x → 4.x export only where the linked engine writes 4.x by default.
     static let all: [PowerCutPath] = ([.pageReencryption, .pageReencryptionWAL, .plaintextExport, .settingsExport, .creation, .backgroundCopy, .backgroundCopyWAL]
         + (SQLCipherEngine.linked.major >= 4 ? [.upgradeExport] : [])).map(PowerCutPath.init)
@@ -69,18 +99,28 @@ struct PowerCutTests {
         var options = OpenOptions(createIfMissing: path.kind == .creation)
         options.files = recorder.operations()
         options.backgroundRotation = path.background
+        var pageSize = 0, backgroundSteps = 0
         do {
             let database = try EncryptedDatabase(path: work.file("app.sqlite"), keys: setup.keys(at: work.file("app.sqlite")), options: options)
             if let rotation = database.backgroundRotation {
                 // A poll of the state the library exposes, then checked (not an order from the sleep).
                 while !rotation.state.isFinal { usleep(2000) }
                 #expect(database.report.rotation?.fallbackReason == nil)
+                if case .finished(let report) = rotation.state { backgroundSteps = report.background?.steps ?? 0 }
             }
+            pageSize = try database.read { try $0.integerPragma("page_size") } ?? 0
+            if backgroundSteps == 0 { backgroundSteps = database.report.rotation?.background?.steps ?? 0 }
             #expect(database.report.isOnCurrentKey)
             #expect(database.report.rotation?.method == path.expectedMethod, "the recorded run must take the path under test")
         }
         let events = recorder.recorded.count
-        #expect(events >= 3, "the path should make several durable steps through the seam")
+        // The database's side files in the folder when the swap flushes it (background copies).
+        let sideFilesAtSwap = recorder.recorded.first { if case .syncFolder = $0.event { true } else { false } }
+            .map { $0.listing.keys.filter { $0.hasPrefix("app.sqlite-") } } ?? []
+        recorder.expectSteps(path.expectedSteps(
+            fileSize: Int(FileSystem.size(of: setup.fixture.file("app.sqlite")) ?? 0), pageSize: pageSize, backgroundSteps: backgroundSteps,
+            sideFilesAtSwap: path.background ? sideFilesAtSwap : []), path.testDescription)
+        print("power cut [\(path.testDescription)]: steps (page size \(pageSize)): \(recorder.stepRuns.map(\.description).joined(separator: ", "))")
 
         var tally = CrashTally(path: "power cut: \(path.testDescription)")
         for trial in 0..<Self.trials {

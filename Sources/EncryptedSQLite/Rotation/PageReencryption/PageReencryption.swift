@@ -22,8 +22,10 @@ import SQLCipherConnection
 struct PageReencryption: Rotation {
     /// The file's page format (chosen by the ``RotationPlan``).
     let format: PageFormat
+    /// The default of ``chunkBytes`` (the power-cut tests derive the writes they expect from it).
+    static let defaultChunkBytes = 256 * 1024
     /// The bytes each worker reads, transforms and writes at once (rounded to whole pages).
-    var chunkBytes = 256 * 1024
+    var chunkBytes = defaultChunkBytes
     /// The bytes written to the journal or the database between two background syncs
     /// (``WriteBehindFile``), so that the disk writes while the pages are being encrypted.
     var writeBehindBytes = 32 * 1024 * 1024
