@@ -229,17 +229,12 @@ struct BackgroundRotationTests {
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
     }
 
-    /// How ``damagedCopyRefused(_:walMode:)`` spoils the background copy before its check.
-    enum CopyDamage: String, CaseIterable, Sendable {
-        case rowMissing = "a row missing", userVersion = "another user_version", pageScribbled = "a page overwritten"
-
-        /// What the verification's error says about it.
-        var expectedDetail: String {
-            switch self {
-            case .rowMissing: "has different row counts than the database (people)"
-            case .userVersion: "differs from the database: "
-            case .pageScribbled: "PRAGMA quick_check"
-            }
+    /// What the background copy's verification says about each ``CopyDamage``.
+    static func expectedDetail(_ damage: CopyDamage) -> String {
+        switch damage {
+        case .rowMissing: "has different row counts than the database (people)"
+        case .userVersion: "differs from the database: "
+        case .pageScribbled: "PRAGMA quick_check"
         }
     }
 
@@ -260,22 +255,7 @@ struct BackgroundRotationTests {
         // independent shell spoils it.
         options.files.written = { copy in
             _ = damaged.next()
-            switch damage {
-            case .rowMissing:
-                let result = try? SQLCipherShell.run(copy, key: ring.keys[1].shellKey, "DELETE FROM people WHERE id = 17;")
-                #expect(result?.status == 0, "\(result?.stderr ?? "")")
-            case .userVersion:
-                let result = try? SQLCipherShell.run(copy, key: ring.keys[1].shellKey, "PRAGMA user_version = 43;")
-                #expect(result?.status == 0, "\(result?.stderr ?? "")")
-            case .pageScribbled:
-                // The last page's bytes replaced: its HMAC no longer matches.
-                guard let handle = FileHandle(forUpdatingAtPath: copy) else { Issue.record("cannot open the copy"); return }
-                let size = handle.seekToEndOfFile()
-                handle.seek(toFileOffset: size - 512)
-                handle.write(Data(repeating: 0x5a, count: 256))
-                try? handle.synchronize()
-                try? handle.close()
-            }
+            if let problem = damage.apply(to: copy, key: ring.keys[1].shellKey) { Issue.record(Comment(rawValue: problem)) }
         }
         let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
         let rotation = try #require(database.backgroundRotation)
@@ -284,7 +264,7 @@ struct BackgroundRotationTests {
             Issue.record("expected verificationFailed, got \(String(describing: error)) (state \(rotation.state))")
             return
         }
-        #expect(detail.hasPrefix("the background copy ") && detail.hasSuffix("the database was left on its old key") && detail.contains(damage.expectedDetail), "\(detail)")
+        #expect(detail.hasPrefix("the background copy ") && detail.hasSuffix("the database was left on its old key") && detail.contains(Self.expectedDetail(damage)), "\(detail)")
         guard case .failed = rotation.state else {
             Issue.record("the rotation ended as \(rotation.state), not failed")
             return

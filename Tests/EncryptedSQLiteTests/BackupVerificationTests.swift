@@ -10,10 +10,6 @@ import TestSupport
 /// export path's does, where the independent shell spoils it.
 @Suite("Backup: verification before publishing")
 struct BackupVerificationTests {
-    enum Damage: String, CaseIterable, Sendable {
-        case rowMissing = "a row missing", userVersion = "another user_version", pageScribbled = "a page overwritten"
-    }
-
     /// A database of 300 fixture rows made by the shell on a hex key, and an empty folder for the copy.
     struct Setup {
         let directory: TemporaryDirectory
@@ -31,8 +27,8 @@ struct BackupVerificationTests {
         }
     }
 
-    @Test("a copy damaged before its check gives verificationFailed: nothing under the target's name, no temporary left", arguments: Damage.allCases)
-    func damagedCopyRefused(_ damage: Damage) throws {
+    @Test("a copy damaged before its check gives verificationFailed: nothing under the target's name, no temporary left", arguments: CopyDamage.allCases)
+    func damagedCopyRefused(_ damage: CopyDamage) throws {
         let setup = try Setup("backup-verify")
         let (ring, path, backups) = (setup.ring, setup.path, setup.outFolder)
         let target = backups + "/app-backup.sqlite"
@@ -41,22 +37,7 @@ struct BackupVerificationTests {
         var options = OpenOptions()
         options.files.written = { copy in
             _ = damaged.next()
-            switch damage {
-            case .rowMissing:
-                let result = try? SQLCipherShell.run(copy, key: ring.keys[0].shellKey, "DELETE FROM people WHERE id = 17;")
-                #expect(result?.status == 0, "\(result?.stderr ?? "")")
-            case .userVersion:
-                let result = try? SQLCipherShell.run(copy, key: ring.keys[0].shellKey, "PRAGMA user_version = 43;")
-                #expect(result?.status == 0, "\(result?.stderr ?? "")")
-            case .pageScribbled:
-                // The last page's bytes replaced: its HMAC no longer matches.
-                guard let handle = FileHandle(forUpdatingAtPath: copy) else { Issue.record("cannot open the copy"); return }
-                let size = handle.seekToEndOfFile()
-                handle.seek(toFileOffset: size - 512)
-                handle.write(Data(repeating: 0x5a, count: 256))
-                try? handle.synchronize()
-                try? handle.close()
-            }
+            if let problem = damage.apply(to: copy, key: ring.keys[0].shellKey) { Issue.record(Comment(rawValue: problem)) }
         }
         let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
         let before = FileSnapshot(path)
