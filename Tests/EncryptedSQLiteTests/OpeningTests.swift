@@ -27,17 +27,17 @@ let badInputs: [BadInput] = [
     }, expected: { .plaintextDatabase(path: $0) }),
     BadInput(name: "random bytes (8 KiB)", make: { path, _ in
         _ = FileManager.default.createFile(atPath: path, contents: Data((0..<8192).map { _ in UInt8.random(in: 0...255) }))
-    }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k1", "k2"]) }),
+    }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k2", "k1"]) }),
     BadInput(name: "encrypted with a key not in the list", make: { path, _ in
         try Fixture.createWithShell(at: path, key: .passphrase(TestKeys.passphrase("stranger")), rows: 5)
-    }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k1", "k2"]) }),
+    }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k2", "k1"]) }),
     BadInput(name: "truncated encrypted database (first page only)", make: { path, directory in
         let full = directory.file("full.sqlite")
         try Fixture.createWithShell(at: full, key: .passphrase(TestKeys.passphrase("stranger")), rows: 50)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: full)).prefix(1024)
         try FileManager.default.removeItem(atPath: full)
         _ = FileManager.default.createFile(atPath: path, contents: bytes)
-    }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k1", "k2"]) }),
+    }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k2", "k1"]) }),
 ]
 
 @Suite("Opening: bad inputs change nothing")

@@ -53,9 +53,9 @@ struct RotationTests {
         #expect(report.rotated)
         #expect(report.rotation?.method == (scenario.strategy == .automatic ? .pageReencryption : .inPlace))
         #expect(report.rotation?.toKeyID == "k3")
-        // Current key first, then the older keys from the oldest, up to the one that opened it.
-        #expect(report.attempts.map(\.keyID) == ["k3"] + ring.keys[0...scenario.oldIndex].map(\.id))
-        #expect(report.attempts.map(\.opened) == Array(repeating: false, count: scenario.oldIndex + 1) + [true])
+        // Current key first, then the older keys from the newest, down to the one that opened it.
+        #expect(report.attempts.map(\.keyID) == ["k3"] + ring.keys[scenario.oldIndex...1].reversed().map(\.id))
+        #expect(report.attempts.map(\.opened) == Array(repeating: false, count: 2 - scenario.oldIndex) + [true])
         #expect(try database.read { try Fixture.contentDigest($0) } == before)
         // The handed-out connection works on the new key: triggers fire, views read.
         try database.write { db in try db.execute("UPDATE people SET score = score + 1 WHERE id = 1") }

@@ -77,7 +77,7 @@ struct SQLCipher4InteropTests {
             _ = try EncryptedDatabase(path: path, keys: keys)
             Issue.record("the linked engine opened a SQLCipher 4 file")
         } catch {
-            #expect(error == .sqlcipher4File(path: path, keyID: "k2", triedKeyIDs: ["k3", "k1", "k2"]))
+            #expect(error == .sqlcipher4File(path: path, keyID: "k2", triedKeyIDs: ["k3", "k2", "k1"]))
             #expect(error.description.contains("key \"k2\" is correct but this is a SQLCipher 4 file"))
             #expect(error.description.contains("cipher: sqlcipher3") && error.description.contains("keeping user_version"))
             #expect(!error.description.contains("sqlcipher_export"))

@@ -10,7 +10,7 @@ import SQLCipherConnection
 /// and tasks.
 ///
 /// Opening finds the key that opens the file, trying the current key first and then the older
-/// keys from oldest to newest. When an older key opened it, the file is rotated to the current key
+/// keys from newest to oldest. When an older key opened it, the file is rotated to the current key
 /// before the database is handed out, and the rotation is verified on a fresh connection. A
 /// `DatabaseMigrator` given to the open then runs on the same keyed connection.
 ///

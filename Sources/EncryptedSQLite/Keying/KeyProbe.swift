@@ -3,7 +3,7 @@ import KeyConfiguration
 import SQLCipherConnection
 
 /// Finds the key that opens a file: one fresh connection per attempt, current key first, then
-/// the older keys from oldest to newest. A key opens the file only when a read of the schema
+/// the older keys from newest to oldest (``KeyList/trialOrder``). A key opens the file only when a read of the schema
 /// succeeds with it.
 struct KeyProbe {
     struct Outcome {

@@ -114,8 +114,9 @@ public struct KeyList: Sendable, CustomStringConvertible {
 
     /// The order in which keys are tried on a file: the current key first (the steady state after
     /// a rotation, so that an up-to-date file costs one key derivation), then the older keys from
-    /// oldest to newest.
-    package var trialOrder: [ResolvedKey] { [current] + keys.dropLast() }
+    /// newest to oldest, so that a file `k` keys behind costs `k + 1` attempts however long the
+    /// list grows (oldest first, a file one key behind cost as many attempts as the list has keys).
+    package var trialOrder: [ResolvedKey] { [current] + keys.dropLast().reversed() }
 
     /// `KeyList(app.sqlite: 2024-01, 2025-06*)`; `*` marks the current key.
     public var description: String {
