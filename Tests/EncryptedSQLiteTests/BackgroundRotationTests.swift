@@ -300,8 +300,9 @@ struct BackgroundRotationTests {
         #expect(shell.stdout == "42\n2000\n200\n", "\(shell.stderr)")
     }
 
-    @Test("keys that name non-default settings (8 KiB pages, 10,000 KDF rounds) and a pool of 3 readers: copied in the background, the shell opens it with those settings and the new key only")
-    func nonDefaultSettingsWithPool() async throws {
+    @Test("keys that name non-default settings (8 KiB pages, 10,000 KDF rounds) and a pool of 3 readers: copied in the background (checked with the default facts, and with quick_check and row counts), the shell opens it with those settings and the new key only",
+          arguments: [RotationVerification.pages, .quickCheck])
+    func nonDefaultSettingsWithPool(verification: RotationVerification) async throws {
         let directory = TemporaryDirectory("background-settings-pool")
         let ring = TestKeyring([.passphrase, .passphrase], in: directory)
         let path = directory.file("app.sqlite")
@@ -319,6 +320,7 @@ struct BackgroundRotationTests {
         }
         var options = OpenOptions(concurrentReaders: 3)
         options.backgroundRotation = true
+        options.verification = verification
         let database = try EncryptedDatabase(path: path, keys: keys, options: options)
         let rotation = try #require(database.backgroundRotation)
         // Pooled reads while it copies.
@@ -337,6 +339,8 @@ struct BackgroundRotationTests {
         let report = try await rotation.result()
         #expect(try await reads > 0)
         #expect(report.method == .backgroundCopy, "fallback: \(report.fallbackReason ?? "none")")
+        // The swap reports the check it ran: `pages` compares the facts only (reported as `schema`).
+        #expect(report.verification == (verification == .pages ? .schema : verification))
         #expect(database.readers?.readerKey.id == "k2")
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 2000)
         #expect(try await database.read { try $0.integerPragma("cipher_page_size") } == 8192)
