@@ -6,7 +6,8 @@ import Foundation
 /// if it is still there. So a hung child becomes a failure, not a test run that never ends.
 ///
 /// Not an order: `limit` is far above any run's time on a loaded machine, and a test that meets
-/// it has failed.
+/// it has failed. The caller keeps the guard until the process has ended (``disarm()``): the
+/// guard's timers do not keep it alive.
 public final class HangGuard: @unchecked Sendable {
     /// The limit of a child that should end by itself: 300 s, or TEST_HANG_LIMIT seconds (for
     /// stress sizes that make a run longer).
@@ -22,8 +23,11 @@ public final class HangGuard: @unchecked Sendable {
     public init(_ process: Process, limit: Duration) {
         self.process = process
         let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in signal(SIGQUIT) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds + 10) { [self] in signal(SIGKILL) }
+        // Weak: a guard (and with it the process, its pipes and their descriptors) must not live
+        // on for the whole limit after its caller is done; kept alive, each process run held its
+        // pipes' descriptors for 310 s, thousands at a time in a full run.
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in self?.signal(SIGQUIT) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds + 10) { [weak self] in self?.signal(SIGKILL) }
     }
 
     private func signal(_ number: Int32) {
