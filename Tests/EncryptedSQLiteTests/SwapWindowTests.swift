@@ -67,12 +67,30 @@ struct SwapWindowTests {
     }
 
     @Test("a background rotation stopped at each lock, unlock, shm lock, open, close, sync, truncate, delete, read and write of the database file, from the open to the swap, while another connection commits a row: every commit is in the rotated file", arguments: [false, true])
-    func everyPausePoint(walMode: Bool) throws {
+    func everyPausePoint(walMode: Bool) async throws {
         // Blobs of 4,000 bytes; PAUSE_POINT_ROWS (comma-separated) for stress runs at other sizes.
-        for blobs in PausePointSizes.rows(default: 50) { try everyPausePoint(walMode: walMode, blobs: blobs) }
+        for blobs in PausePointSizes.rows(default: 50) {
+            // The rounds run on a thread of their own: each waits for a task (the rotation's
+            // result). Run on a thread of the cooperative pool, which has one thread per core,
+            // the two cases of this test blocked both on a 2-core machine, so no task of the
+            // process could run again: their rounds, and every async test, hung.
+            let summary = try await OwnThread.run { try Self.everyPausePoint(walMode: walMode, blobs: blobs) }
+            print("swap-points|\(walMode ? "wal" : "delete"), \(blobs) blobs|pause points \(summary.points)|other committed \(summary.committed)|refused \(summary.refused)|\(summary.methods.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(summary.problems.count)")
+            for line in summary.problems.prefix(4) { print("problem: \(line)") }
+            #expect(summary.points > 10, "the VFS saw only \(summary.points) pause points")
+            #expect(summary.committed > 0 && summary.refused > 0, "the other connection should get in at some points and be kept out at others")
+            #expect(summary.problems.isEmpty, "\(summary.problems.count) problems; first: \(summary.problems.first ?? "")")
+        }
     }
 
-    private func everyPausePoint(walMode: Bool, blobs: Int) throws {
+    /// What the rounds of ``everyPausePoint(walMode:blobs:)`` found.
+    private struct PausePointSummary: Sendable {
+        var points = 0, committed = 0, refused = 0
+        var methods: [String: Int] = [:]
+        var problems: [String] = []
+    }
+
+    private static func everyPausePoint(walMode: Bool, blobs: Int) throws -> PausePointSummary {
         let directory = TemporaryDirectory("swap-points")
         let ring = TestKeyring([.hex, .hex], in: directory)
         let path = directory.file("app.sqlite"), template = directory.file("template.sqlite")
@@ -130,11 +148,7 @@ struct SwapWindowTests {
                 problems.append("pause point \(round.point), \(round.event): rotation \(round.outcome); file on \(check?.openedWithKeyID ?? "no key"), commits \(rows ?? -1) of \(expected), integrity \(integrity ?? "none")")
             }
         })
-        print("swap-points|\(walMode ? "wal" : "delete"), \(blobs) blobs|pause points \(rounds.count)|other committed \(committed)|refused \(refused)|\(methods.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))|problems \(problems.count)")
-        for line in problems.prefix(4) { print("problem: \(line)") }
-        #expect(rounds.count > 10, "the VFS saw only \(rounds.count) pause points")
-        #expect(committed > 0 && refused > 0, "the other connection should get in at some points and be kept out at others")
-        #expect(problems.isEmpty, "\(problems.count) problems; first: \(problems.first ?? "")")
+        return PausePointSummary(points: rounds.count, committed: committed, refused: refused, methods: methods, problems: problems)
     }
 }
 
