@@ -229,6 +229,53 @@ struct BackgroundRotationTests {
         #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 200)
     }
 
+    @Test("another connection commits between every step of the copy, so that every step starts over: after 3 restarts the ordinary rotation runs instead, says why, and keeps every commit", arguments: [false, true])
+    func copyStartingOverAtEveryStep(walMode: Bool) async throws {
+        let directory = TemporaryDirectory("background-restarts")
+        let ring = TestKeyring([.hex, .hex], in: directory)
+        let path = directory.file("app.sqlite")
+        // About 12 MB: more than the copy's largest step (4 MiB), so no step can end the copy.
+        try Self.makeFile(at: path, ring: ring, walMode: walMode)
+        let old = try ring.keyList(database: path).keys[0]
+        // After each step, a commit through another connection: the order comes from the hook on
+        // the rotation's thread, so every next step finds the file changed, whatever the speed.
+        // Past 20 commits the hook stops writing, so that a copy that never notices its restarts
+        // ends (and the test fails) instead of running forever.
+        let commits = Locked<[Int]>([])
+        RotationFollower.afterCopyStep.withLock { hook in
+            hook = { stepped in
+                guard stepped == path, commits.withLock({ $0.count }) < 20 else { return }
+                do {
+                    let other = try Connection(path: path, access: .readWrite, key: old.cipherKey, busyTimeout: .seconds(30))
+                    defer { other.close() }
+                    let id = try other.transaction(.immediate) { db in
+                        try db.execute("INSERT INTO ledger(writer, body) VALUES (7, 'between steps')")
+                        return Int(db.lastInsertRowID)
+                    }
+                    commits.withLock { $0.append(id) }
+                } catch {
+                    Issue.record("the commit between two steps failed: \(error)")
+                }
+            }
+        }
+        defer { RotationFollower.afterCopyStep.withLock { $0 = nil } }
+
+        var options = OpenOptions()
+        options.backgroundRotation = true
+        let database = try EncryptedDatabase(path: path, keys: ring.keyList(database: path), options: options)
+        let report = try await #require(database.backgroundRotation).result()
+        #expect(report.method != .backgroundCopy)
+        #expect(report.fallbackReason == "another process writes the file (the copy started over 3 times)")
+        let committed = commits.withLock { $0 }
+        #expect(committed.count == 3, "one commit after each of the 3 steps before the fallback: \(committed)")
+        // Every commit is in the rotated file, which the shell opens with the new key only.
+        let ledger = try await database.read { try $0.query("SELECT id FROM ledger WHERE writer = 7 ORDER BY id") { try $0.get(0, as: Int.self) } }
+        #expect(ledger == committed)
+        #expect(try await database.read { try $0.queryValue("SELECT count(*) FROM filler", as: Int.self) } == 3000)
+        #expect(try SQLCipherShell.opens(path, with: ring.keys[1].shellKey))
+        #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))
+    }
+
     /// What the background copy's verification says about each ``CopyDamage``.
     static func expectedDetail(_ damage: CopyDamage) -> String {
         switch damage {

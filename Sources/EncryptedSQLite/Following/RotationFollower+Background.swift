@@ -84,6 +84,10 @@ extension RotationFollower {
     private static let maximumStepBytes = 4 << 20
     /// How many times the copy may start over (another process wrote) before the ordinary rotation runs instead.
     private static let maximumRestarts = 3
+    /// For tests: called on the rotation's thread with the database's path after each step of
+    /// the copy that did not end it, without the writer's lock (a test writes through another
+    /// connection there, so that the next step starts over). Nothing in production.
+    static let afterCopyStep = Locked<(@Sendable (String) -> Void)?>(nil)
 
     /// The background thread's work: copy in steps, then swap (or fall back).
     private func runBackgroundRotation(_ rotation: BackgroundRotation, keys: KeyList) {
@@ -151,8 +155,6 @@ extension RotationFollower {
         var started = false
         var unflushed: Int64 = 0
         var remaining = Int.max
-        var copiedBefore = 0
-        var restarts = 0
         while true {
             // The time the step holds the lock, not the time it waited for it.
             var elapsed = Duration.zero
@@ -210,17 +212,14 @@ extension RotationFollower {
                 longest = max(longest, elapsed)
                 // A write through another connection (another process) makes SQLite start the
                 // copy again; a process that keeps writing would keep it from ever ending.
-                if total - left + Int(pages) < copiedBefore {
-                    restarts += 1
-                    if restarts >= Self.maximumRestarts {
-                        writer.withLock {
-                            copy.discard()
-                            backgroundSlot.copy = nil
-                        }
-                        return fallBack(rotation, keys: keys, reason: "another process writes the file (the copy started over \(restarts) times)")
+                if copy.restarts >= Self.maximumRestarts {
+                    writer.withLock {
+                        copy.discard()
+                        backgroundSlot.copy = nil
                     }
+                    return fallBack(rotation, keys: keys, reason: "another process writes the file (the copy started over \(copy.restarts) times)")
                 }
-                copiedBefore = total - left
+                Self.afterCopyStep.withLock { $0 }?(path)
                 remaining = left
                 if unflushed >= Self.flushBytes {
                     try copy.synchronize()

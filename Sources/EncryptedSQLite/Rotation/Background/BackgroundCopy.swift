@@ -84,12 +84,22 @@ final class BackgroundCopy {
     }
 
     /// With the writer lock held: copies up to `pages` more pages.
+    ///
+    /// When another connection (another process) changed the database since the last step,
+    /// SQLite starts the copy over from the first page: such a step is counted in ``restarts``.
     /// - Returns: `true` when the copy is complete.
     /// - Throws: ``EncryptedDatabaseError``; busy and locked are returned as `false` (try again).
     func step(pages: Int32) throws(EncryptedDatabaseError) -> Bool {
         guard let backup else { throw .ioFailure(path: path, operation: "copying in the background", detail: "the copy was discarded") }
         do {
-            return try backup.step(pages: pages)
+            let before = copiedPages
+            let complete = try backup.step(pages: pages)
+            // A step that is not the last copies exactly `pages` pages after the ones copied
+            // before; one that started over has copied `pages` from the first page. (Counting a
+            // restart only when the position fell by more than a step missed a copy that started
+            // over at every step, with pages it never halved: it never ended.)
+            if !complete, before > 0, copiedPages < before + Int(pages) { restarts += 1 }
+            return complete
         } catch let error as SQLiteError where error.code.primary == .busy || error.code.primary == .locked {
             return false
         } catch {
@@ -100,6 +110,10 @@ final class BackgroundCopy {
     /// Pages still to copy, and the database's size in pages, at the last step.
     var remaining: Int { backup?.remaining ?? 0 }
     var pageCount: Int { backup?.pageCount ?? 0 }
+    /// Pages copied so far (SQLite's position in the database).
+    private var copiedPages: Int { pageCount - remaining }
+    /// How many steps found the database changed by another connection and started the copy over.
+    private(set) var restarts = 0
 
     /// With the writer lock held: writes the copy's cached pages to its file, so that
     /// ``synchronize()`` can flush them to disk outside the lock.
