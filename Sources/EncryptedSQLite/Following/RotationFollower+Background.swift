@@ -84,6 +84,17 @@ extension RotationFollower {
     private static let maximumStepBytes = 4 << 20
     /// How many times the copy may start over (another process wrote) before the ordinary rotation runs instead.
     private static let maximumRestarts = 3
+    /// Why the ordinary rotation replaces a copy that could not read the database. SQLite 3.15.2
+    /// reported short reads of the -wal to the writer (in a step of the copy, its last pages, or
+    /// the swap's checkpoint) after another connection of this process had committed and
+    /// checkpointed the file during the copy, and went on reporting them on that connection. The
+    /// copy is given up, the writer is closed (a close checkpoints nothing it cannot read, and
+    /// removes no -wal then) and opened again, and the ordinary rotation, which checks what it
+    /// writes, runs on the new connection.
+    static func unreadableReason(_ detail: String) -> String {
+        "the background copy could not read the database (\(detail)); the ordinary rotation runs on a new connection"
+    }
+
     /// For tests: called on the rotation's thread with the database's path after each step of
     /// the copy that did not end it, without the writer's lock (a test writes through another
     /// connection there, so that the next step starts over). Nothing in production.
@@ -182,7 +193,15 @@ extension RotationFollower {
                     let figures = (steps: steps, longest: longest, start: start)
                     return try swapWithWriterLock(copy, keys: keys, from: from, figures: figures)
                 }
-                _ = try copy.step(pages: pages)
+                do throws(EncryptedDatabaseError) {
+                    _ = try copy.step(pages: pages)
+                } catch .ioFailure(_, _, let detail) {
+                    copy.discard()
+                    backgroundSlot.copy = nil
+                    writer.connection.close()
+                    reopenWriterAfterFailure()
+                    return .fellBack(reason: Self.unreadableReason(detail))
+                }
                 steps += 1
                 if copy.remaining == 0 {
                     // The copy finished inside this step (the file is smaller than one step): swap now.

@@ -40,7 +40,14 @@ extension RotationFollower {
         // Every frame into the database file first, so that no -wal is left for the new file.
         let journalMode = try step("reading the journal mode") { try writer.connection.journalMode() }
         if journalMode == "wal" {
-            let busy = try step("checkpointing the WAL") { try writer.connection.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1 }
+            let busy: Int
+            do {
+                busy = try writer.connection.query("PRAGMA wal_checkpoint(TRUNCATE)").first?.get(0, as: Int.self) ?? 1
+            } catch {
+                // See `unreadableReason`: the writer is opened again when the swap gives up.
+                writer.connection.close()
+                return .fellBack(reason: Self.unreadableReason("\(error)"))
+            }
             if busy != 0 { return .fellBack(reason: "another process is reading the WAL-mode file") }
         }
         phase("checkpoint")
@@ -61,12 +68,20 @@ extension RotationFollower {
         }
         // With a check, which reads the whole copy in the pause anyway, the row counts too: no
         // other fact shows a row missing from the copy.
-        let original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
-            try writer.connection.execute("BEGIN")
-            let facts = try BackgroundCopy.Facts(writer.connection, countingRows: check != nil)
-            try copy.complete()
-            if journalMode == "wal" { try writer.connection.execute("COMMIT") }
-            return facts
+        let original: BackgroundCopy.Facts
+        do throws(EncryptedDatabaseError) {
+            original = try step("reading the database for the background rotation's swap") { () throws -> BackgroundCopy.Facts in
+                try writer.connection.execute("BEGIN")
+                let facts = try BackgroundCopy.Facts(writer.connection, countingRows: check != nil)
+                try copy.complete()
+                if journalMode == "wal" { try writer.connection.execute("COMMIT") }
+                return facts
+            }
+        } catch .ioFailure(_, _, let detail) {
+            // See `unreadableReason`: the writer is opened again when the swap gives up.
+            if writer.connection.isInTransaction { try? writer.connection.execute("ROLLBACK") }
+            writer.connection.close()
+            return .fellBack(reason: Self.unreadableReason(detail))
         }
         phase("last pages")
         options.files.written(copy.temporary)  // a test seam (it damages the copy here); nothing in production
