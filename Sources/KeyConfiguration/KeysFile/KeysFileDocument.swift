@@ -133,6 +133,9 @@ struct FieldReader {
 struct KeysFileDocument {
     let keyEncryptionKeys: [KeyEncryptionKeyDocument]
     let databases: [DatabaseDocument]
+    /// Where the top-level fields and the KEK list are (the wrapped values' places are on each
+    /// ``KeyDocument``).
+    private(set) var layout = KeysFileLayout()
 
     /// Reads the composed document (`nil` for a file with no YAML document in it).
     init(_ root: Node?) throws(KeyConfigurationError) {
@@ -150,6 +153,19 @@ struct KeysFileDocument {
         }
         keyEncryptionKeys = keks
         self.databases = databases
+        if case .mapping(let mapping) = root {
+            layout.topLevelIsBlockMapping = mapping.style != .flow
+            for (key, value) in mapping {
+                guard case .scalar(let name) = key, let mark = name.mark else { continue }
+                if name.string == "databases" { layout.databasesKey = (mark.line, mark.column) }
+                if name.string == "key_encryption_keys" {
+                    layout.keyEncryptionKeysLine = mark.line
+                    if case .sequence(let list) = value, list.style != .flow, let listMark = list.mark, let lastMark = list.last?.mark {
+                        layout.keyEncryptionKeyList = (listMark.line, listMark.column, lastMark.line)
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -242,6 +258,8 @@ struct KeyDocument {
     let format: KeyFormat?
     let plaintext, legacy: Bool?
     let cipher: CipherDocument?
+    /// Where the `wrapped_by:` and `wrapped_key:` values are, when both are scalars.
+    let wrappedPlaces: KeysFileLayout.WrappedPlaces?
 
     init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
         let fields = try FieldReader(node, at: path, allowed: [
@@ -260,6 +278,11 @@ struct KeyDocument {
         credential = try fields.string("credential")
         wrappedBy = try fields.string("wrapped_by")
         wrappedKey = try fields.string("wrapped_key")
+        if wrappedKey != nil, let by = KeysFileLayout.ScalarPlace(fields.node("wrapped_by")), let key = KeysFileLayout.ScalarPlace(fields.node("wrapped_key")) {
+            wrappedPlaces = .init(wrappedBy: by, wrappedKey: key)
+        } else {
+            wrappedPlaces = nil
+        }
     }
 
     /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`,
