@@ -101,11 +101,30 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
         // 1. Every wrapped value, unwrapped.
         struct Found { let entryIndex: Int; let keyIndex: Int; let keyID: String; let value: WrappedDataKey; let dataKey: DataKey }
         var found: [Found] = []
+        // Each KEK resolved once; the values unwrapped by it directly, not kept in the list's
+        // cache of unwrapped keys (a fleet's file has one value per database, each used once here).
+        var resolved: [String: any KeyEncryptionKey] = [:]
         for (entryIndex, entry) in loaded.entries.enumerated() {
             for (keyIndex, key) in entry.keys.enumerated() {
                 guard case .wrapped(let value) = key.source else { continue }
                 do throws(KeyConfigurationError) {
-                    let dataKey = try loaded.keyEncryptionKeys.unwrap(value, dataKeyID: key.id, database: entry.configuredPath, environment: environment)
+                    let kekID = value.keyEncryptionKeyID
+                    let kek: any KeyEncryptionKey
+                    if let known = resolved[kekID] {
+                        kek = known
+                    } else {
+                        guard loaded.keyEncryptionKeys.ids.contains(kekID) else {
+                            throw .keyEncryptionKeyNotListed(keyEncryptionKeyID: kekID, keyID: key.id, database: entry.configuredPath, listed: loaded.keyEncryptionKeys.ids)
+                        }
+                        kek = try loaded.keyEncryptionKeys.key(id: kekID, environment: environment)
+                        resolved[kekID] = kek
+                    }
+                    let dataKey: DataKey
+                    do {
+                        dataKey = try kek.unwrap(value.bytes, context: KeyWrappingContext(dataKeyID: key.id, keyEncryptionKeyID: kekID))
+                    } catch {
+                        throw .unwrapping(keyID: key.id, keyEncryptionKeyID: kekID, database: entry.configuredPath, problem: KeyEncryptionKeyList.problem(error))
+                    }
                     found.append(Found(entryIndex: entryIndex, keyIndex: keyIndex, keyID: key.id, value: value, dataKey: dataKey))
                 } catch {
                     throw .keysFile(error)
