@@ -348,7 +348,7 @@ let coreMatrixCases: [String: @Sendable (MatrixContext) throws -> MatrixOutcome]
         return try c.keysCaseWithoutKeysSnapshot(mustName: [c.keysPath])
     },
     "keys.keysHuge": { c in
-        // Just over KeysFile.maximumSize (16 MiB).
+        // Just over KeysFile.maximumSize (64 MiB).
         c.write("databases:\n" + String(repeating: "# filler line of a Keys file that has grown far too large\n", count: KeysFile.maximumSize / 58 + 1))
         return try c.keysCase(mustName: [c.keysPath])
     },

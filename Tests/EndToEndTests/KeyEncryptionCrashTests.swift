@@ -13,6 +13,10 @@ struct KeyEncryptionCrashTests {
     /// Trials per path; raise with KEK_CRASH_TRIALS for stress runs.
     static let trials = TestKnobs.count("KEK_CRASH_TRIALS", default: 20)
     static let seed = TestKnobs.seed("POWER_CUT_SEED")
+    /// Further database entries in the Keys file, each with its own data key wrapped by `kek-1`
+    /// (no database behind them), so that the rewraps below edit a fleet's file; raise with
+    /// KEK_CRASH_FLEET (the fleet benchmark's sizes: 10000, 100000).
+    static let fleet = TestKnobs.count("KEK_CRASH_FLEET", default: 1000)
 
     /// A folder with a Keys file whose KEK `kek-1` is a key file, and `app.sqlite` on the wrapped
     /// data key `d1` (or, with `wrappedCurrent`, on the passphrase `p0` with `d1` appended as current).
@@ -29,6 +33,12 @@ struct KeyEncryptionCrashTests {
             let dataKey = DataKey.random()
             let value = try KeyEncryptionKeyList([kek]).wrap(dataKey, dataKeyID: "d1")
             let old = onPassphrase ? "      - id: p0\n        passphrase: \"\(passphrase)\"\n" : ""
+            var fleet = ""
+            fleet.reserveCapacity(KeyEncryptionCrashTests.fleet * 160)
+            for index in 0..<KeyEncryptionCrashTests.fleet {
+                let other = try KeyEncryptionKeyList([kek]).wrap(DataKey.random(), dataKeyID: "f\(index)")
+                fleet += "  - path: fleet/db-\(index).sqlite\n    keys:\n      - id: f\(index)\n        wrapped_by: kek-1\n        wrapped_key: \(other.text)\n"
+            }
             let text = """
                 # master keys
                 key_encryption_keys:
@@ -42,7 +52,7 @@ struct KeyEncryptionCrashTests {
                         wrapped_by: kek-1
                         wrapped_key: "\(value.text)"
 
-                """
+                """ + fleet
             _ = FileManager.default.createFile(atPath: folder.file("Keys"), contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
             let path = folder.file("app.sqlite")
             let hex = dataKey.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
@@ -71,6 +81,13 @@ struct KeyEncryptionCrashTests {
                 if let previousKEK {
                     guard case .wrapped(let value) = keysFile.entries[0].keys.last?.source else { return (.unopenable, ["\(trial): d1 is not wrapped"]) }
                     isNew = value.keyEncryptionKeyID != previousKEK
+                    // The fleet's values: all under d1's KEK (never a mix of old and new), each unwrapping.
+                    for entry in keysFile.entries.dropFirst() {
+                        guard case .wrapped(let other) = entry.keys.last?.source, other.keyEncryptionKeyID == value.keyEncryptionKeyID else {
+                            return (.unopenable, ["\(trial): \(entry.configuredPath) is not wrapped by \(value.keyEncryptionKeyID)"])
+                        }
+                        _ = try keysFile.keyEncryptionKeys.unwrap(other, dataKeyID: entry.keys[0].id, database: entry.configuredPath)
+                    }
                 } else {
                     isNew = database.report.openedWithKeyID == "d1"
                 }
@@ -87,7 +104,7 @@ struct KeyEncryptionCrashTests {
         let recorder = PowerCutRecorder(folder: setup.folder.path)
         let rotation = try MasterKeyRotation.rewrap(
             keysFile: setup.folder.file("Keys"), to: nil, newKeyEncryptionKey: .init(id: "kek-2"), environment: nil, created: nil, files: recorder.operations())
-        #expect(rotation.rewrapped == 1)
+        #expect(rotation.rewrapped == 1 + Self.fleet)
         let events = recorder.recorded.count
         // The new KEK file durably in place before the Keys file naming it is replaced: two
         // whole-file writes through the seam (11 steps).

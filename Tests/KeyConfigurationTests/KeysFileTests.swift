@@ -276,4 +276,20 @@ struct KeysFileTests {
             #expect(text.contains(option), "Keys.example does not document \(option)")
         }
     }
+
+    @Test("an entry's path is the one URL standardizing gives, on the quick path for plain names and the URL one otherwise")
+    func entryPathsAsURLGivesThem() {
+        let folders = ["/", "/srv", "/srv/app", "/srv/app/", "/srv/./app", "/srv/../app", "/srv//app", "/srv/a b", "/srv/...", "/srv/.hidden", "/srv/x+y_z-1.2"]
+        let paths = ["app.sqlite", "fleet/db-00001.sqlite", "./app.sqlite", "../app.sqlite", "a/../b.sqlite", "a//b.sqlite", "a/./b",
+                     "dir/", ".", "..", "...", ".hidden.sqlite", "a b.sqlite", "é.sqlite", "a%20b", "a;b", "a#b", "~/x", "/abs/app.sqlite", "/abs/../x"]
+        for folder in folders {
+            let keysFile = folder.hasSuffix("/") ? folder + "Keys" : folder + "/Keys"
+            let base = URL(fileURLWithPath: keysFile).deletingLastPathComponent().path
+            for path in paths {
+                let viaURL = (path.hasPrefix("/") ? URL(fileURLWithPath: path) : URL(fileURLWithPath: base).appendingPathComponent(path)).standardizedFileURL.path
+                #expect(KeysFile.databasePath(ofEntry: path, inKeysFileAt: keysFile) == viaURL,
+                        "\(folder) + \(path)")
+            }
+        }
+    }
 }

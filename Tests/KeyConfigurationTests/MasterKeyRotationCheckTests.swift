@@ -100,9 +100,12 @@ struct MasterKeyRotationCheckTests {
     @Test("control: with no faulty edit the same rewrap succeeds and both values change")
     func control() throws {
         let setup = try Setup()
+        var bySpans: Bool?
         let rotation = try MasterKeyRotation.rewrap(
-            keysFile: setup.keysFile, to: nil, newKeyEncryptionKey: .init(id: "kek-2"), environment: nil, created: nil, files: .system)
+            keysFile: setup.keysFile, to: nil, newKeyEncryptionKey: .init(id: "kek-2"), environment: nil, created: nil, files: .system,
+            checked: { bySpans = $0 })
         #expect(rotation.rewrapped == 2)
+        #expect(bySpans == true, "the edit of the usual layout is checked by its changed spans, without loading the whole text again")
         let values = Self.wrappedValues(in: try String(contentsOfFile: setup.keysFile, encoding: .utf8))
         #expect(values.count == 2 && Set(values).isDisjoint(with: setup.oldValues))
     }
@@ -116,6 +119,7 @@ struct MasterKeyRotationCheckTests {
         var rewritten = ""
         var altered = ""
         var thrown: KeyMakingError?
+        var bySpans: Bool?
         do {
             _ = try MasterKeyRotation.rewrap(
                 keysFile: setup.keysFile, to: nil, newKeyEncryptionKey: .init(id: "kek-2"), environment: nil, created: nil, files: .system,
@@ -123,11 +127,13 @@ struct MasterKeyRotationCheckTests {
                     rewritten = text
                     altered = fault.edit(text, setup.oldValues)
                     return altered
-                })
+                }, checked: { bySpans = $0 })
         } catch {
             thrown = error
         }
         #expect(altered != rewritten && !altered.isEmpty, "the faulty edit must change the rewritten text")
+        // The check of the changed spans refuses it too: the whole text is loaded only to name the fault.
+        #expect(bySpans == false, "\(fault.name): the check of the changed spans let the faulty edit through")
         let error = try #require(thrown, "\(fault.name): the rewrap wrote a faulty Keys file")
         guard case .notEdited(let keysFile, let problem) = error else {
             Issue.record("\(fault.name): expected notEdited, got \(error)")
@@ -145,5 +151,110 @@ struct MasterKeyRotationCheckTests {
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: setup.keysFile)) == before, "the Keys file changed")
         #expect(setup.folder.listing().sorted() == listing, "files left: \(setup.folder.listing())")
+    }
+
+    @Test("other layouts: quoted, commented, flow and indentless keys, CRLF: each edit checked (by its spans or, where they cannot tell, by loading all), and the file reloads with every value unwrapping to the data key it held; an alias shared by two keys and an unlisted KEK are refused",
+          arguments: [false, true])
+    func otherLayouts(crlf: Bool) throws {
+        let folder = TemporaryDirectory("rewrap-layouts")
+        let kekBytes = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        _ = FileManager.default.createFile(atPath: folder.file("kek-1.key"), contents: Data(kekBytes), attributes: [.posixPermissions: 0o600])
+        let kek = LocalKeyEncryptionKey(id: "kek-1", key: try DataKey(copying: kekBytes))
+        let keks = KeyEncryptionKeyList([kek])
+        let dataKeys = (0..<5).map { _ in DataKey.random() }
+        let ids = ["a1", "b1", "c1", "d1", "e1"]
+        let values = try zip(ids, dataKeys).map { id, key in try keks.wrap(key, dataKeyID: id).text }
+        let files: [(name: String, text: String, spans: Bool)] = [
+            ("quoted, commented, a second key", """
+                # fleet
+                key_encryption_keys:
+                  - id: "kek-1"   # the first
+                    file: 'kek-1.key'
+                    format: binary
+
+                  # more KEKs go here
+                databases:
+                  - path: "a.sqlite"
+                    keys:
+                      - id: a1
+                        wrapped_by: "kek-1"    # old
+                        wrapped_key: '\(values[0])'   # value
+                      - id: b1
+                        wrapped_by: 'kek-1'
+                        wrapped_key: \(values[1])
+                  - path: c.sqlite
+                    keys: [{id: c1, wrapped_by: kek-1, wrapped_key: "\(values[2])"}]
+                  - path: d.sqlite
+                    keys:
+                    - id: d1
+                      wrapped_by:   kek-1
+                      wrapped_key:    "\(values[3])"
+                  - path: e.sqlite
+                    keys:
+                      - {id: e1, wrapped_by: kek-1, wrapped_key: \(values[4])}
+                """, false),
+            ("no KEK list", """
+                databases:
+                  - path: a.sqlite
+                    keys:
+                      - id: a1
+                        wrapped_by: kek-1
+                        wrapped_key: \(values[0])
+
+                """, false),
+            ("an alias", """
+                key_encryption_keys:
+                  - id: kek-1
+                    file: kek-1.key
+                    format: binary
+                databases:
+                  - path: a.sqlite
+                    keys:
+                      - id: a1
+                        wrapped_by: &k kek-1
+                        wrapped_key: \(values[0])
+                      - id: b1
+                        wrapped_by: *k
+                        wrapped_key: \(values[1])
+                """, false),
+        ]
+        for file in files {
+            let keysFile = folder.file("Keys-\(files.firstIndex { $0.name == file.name }!)")
+            let text = crlf ? file.text.replacingOccurrences(of: "\n", with: "\r\n") : file.text
+            _ = FileManager.default.createFile(atPath: keysFile, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            // "no KEK list" names kek-1 nowhere: it is given as an external KEK by loading through a list that has it.
+            if file.name == "no KEK list" {
+                #expect(throws: KeyMakingError.self) { try MasterKeyRotation.rewrap(keysFile: keysFile, newKeyEncryptionKey: .init(id: "kek-new"), created: nil) }
+                continue
+            }
+            var bySpans: Bool?
+            let rotation: MasterKeyRotation
+            do {
+                rotation = try MasterKeyRotation.rewrap(
+                    keysFile: keysFile, to: nil, newKeyEncryptionKey: .init(id: "kek-2-\(file.name.count)", file: folder.file("kek-2-\(file.name.count).key")),
+                    environment: nil, created: nil, files: .system, checked: { bySpans = $0 })
+            } catch {
+                // An alias shares one value between two keys: that edit is refused, and nothing changes.
+                #expect(file.name == "an alias", "\(file.name): \(error)")
+                #expect(try String(contentsOfFile: keysFile, encoding: .utf8) == text)
+                continue
+            }
+            #expect(bySpans != nil, "\(file.name)")
+            let reloaded = try KeysFile.load(path: keysFile)
+            var unwrapped = 0
+            for entry in reloaded.entries {
+                for key in entry.keys {
+                    guard case .wrapped(let value) = key.source, let index = ids.firstIndex(of: key.id) else { continue }
+                    #expect(value.keyEncryptionKeyID == rotation.keyEncryptionKeyID)
+                    let dataKey = try reloaded.keyEncryptionKeys.unwrap(value, dataKeyID: key.id, database: entry.configuredPath)
+                    #expect(dataKey.bytes.isEqual(to: dataKeys[index].bytes), "\(file.name): \(key.id)")
+                    unwrapped += 1
+                }
+            }
+            #expect(unwrapped == rotation.rewrapped && rotation.rewrapped > 0, "\(file.name)")
+            let after = try String(contentsOfFile: keysFile, encoding: .utf8)
+            #expect(after.contains("# fleet") == text.contains("# fleet") && (crlf ? !after.replacingOccurrences(of: "\r\n", with: "").contains("\n") : !after.contains("\r")),
+                    "\(file.name): comments and line endings kept")
+        }
     }
 }

@@ -114,7 +114,7 @@ public enum BadInputCatalog {
         keys("keys.keyFileHuge", "key file larger than 64 KiB", "KeyConfigurationError.keyFileUnreadable", "a key file holds one key"),
         keys("keys.keysFIFO", "Keys file that is a named pipe (opened without blocking)", "KeyConfigurationError.keysFileUnreadable", "check that it is a file this user can read"),
         keys("keys.keysDevice", "Keys file that is a device (a link to `/dev/zero`)", "KeyConfigurationError.keysFileUnreadable", "check that it is a file this user can read"),
-        keys("keys.keysHuge", "Keys file larger than 16 MiB", "KeyConfigurationError.keysFileUnreadable", "more than the 16777216 a Keys file may have"),
+        keys("keys.keysHuge", "Keys file larger than 64 MiB", "KeyConfigurationError.keysFileUnreadable", "more than the 67108864 a Keys file may have"),
         keys("keys.keysReadable", "Keys file holding passphrase:/hex: material, readable by others (0644)", "KeyConfigurationError.keysFileUntrusted(.readableByOthers)", "run: chmod 600"),
         keys("keys.keysWritable", "Keys file writable by others (0666)", "KeyConfigurationError.keysFileUntrusted(.writableByOthers)", "run: chmod go-w"),
         keys("keys.keysOwner", "Keys file owned by another user (0644, no material in it)", "KeyConfigurationError.keysFileUntrusted(.ownedByOtherUser)", "run: chown"),

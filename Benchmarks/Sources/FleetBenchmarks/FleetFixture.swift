@@ -88,10 +88,12 @@ enum FleetFixture {
 
     /// A Keys file's text: the KEKs, then one `databases:` entry per path with its wrapped keys.
     static func keysFileText(keyEncryptionKeys: [PassphraseKEK], databases: [(path: String, keys: [WrappedEntry])]) -> String {
-        var text = "key_encryption_keys:\n"
-        for kek in keyEncryptionKeys {
-            text += "  - id: \(kek.id)\n    passphrase: \"\(kek.passphrase)\"\n    salt: \(kek.salt)\n"
-        }
+        keysFileText(keyEncryptionKeyLines: keyEncryptionKeys.map { "  - id: \($0.id)\n    passphrase: \"\($0.passphrase)\"\n    salt: \($0.salt)\n" }, databases: databases)
+    }
+
+    /// A Keys file's text with the KEK items given as lines (`  - id: …`), then the databases.
+    static func keysFileText(keyEncryptionKeyLines: [String], databases: [(path: String, keys: [WrappedEntry])]) -> String {
+        var text = "key_encryption_keys:\n" + keyEncryptionKeyLines.joined()
         text += "databases:\n"
         text.reserveCapacity(databases.count * 200)
         for database in databases {
@@ -106,10 +108,19 @@ enum FleetFixture {
     /// Replaces `path` with `text` durably: a new temporary (mode 0600) written and flushed,
     /// renamed over the file, the folder flushed. A crash leaves the old file or the new one.
     static func replaceDurably(_ path: String, with text: String) throws {
+        try replaceDurably(path, bytes: Array(text.utf8))
+    }
+
+    /// Replaces `path` with a key's bytes durably (mode 0600), as for a text.
+    static func replaceDurably(_ path: String, with key: DataKey) throws {
+        try replaceDurably(path, bytes: key.bytes.withUnsafeBytes { Array($0) })
+    }
+
+    private static func replaceDurably(_ path: String, bytes: [UInt8]) throws {
         let temporary = path + ".tmp-\(getpid())"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Failure(description: "cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        var bytes = Array(text.utf8)
+        var bytes = bytes
         var written = 0
         while written < bytes.count {
             let count = bytes.withUnsafeMutableBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }

@@ -16,14 +16,15 @@ struct FleetOptions {
     var passphraseOpens: Int?
     /// Opens through the SoftHSM2 token (part c); 0 skips it.
     var tokenOpens = 200
-    /// Parts to run: rewrap, open, token (all when empty).
+    /// Parts to run: rewrap, open, token, keys (all but keys when empty; keys is rewrap's Keys-file
+    /// side alone, with no database made).
     var only: Set<String> = []
     /// Where the JSON results go.
     var jsonPath = ".build/benchmarks/fleet-results.json"
 
     var reencryptCount: Int { min(reencrypt ?? databases, databases) }
     var passphraseOpenCount: Int { min(passphraseOpens ?? opens, opens) }
-    func runs(_ part: String) -> Bool { only.isEmpty || only.contains(part) }
+    func runs(_ part: String) -> Bool { only.isEmpty ? part != "keys" : only.contains(part) }
 
     static let usage = """
         usage: encryptedsqlite-fleet-benchmarks [options]
@@ -33,7 +34,8 @@ struct FleetOptions {
           --opens N             databases opened per key kind (default 1000)
           --passphrase-opens N  of those, how many passphrase opens are measured (default: all)
           --token-opens N       opens through the SoftHSM2 token, 0 skips (default 200)
-          --only LIST           comma-separated parts: rewrap, open, token (default: all)
+          --only LIST           comma-separated parts: rewrap, open, token (default: all), or keys
+                                (rewrap's Keys-file load and rotations alone, no database made)
           --json PATH           results file (default .build/benchmarks/fleet-results.json)
         """
 
@@ -63,7 +65,7 @@ struct FleetOptions {
             case "--token-opens": options.tokenOpens = try count(argument, minimum: 0)
             case "--only":
                 options.only = Set(try value(argument).split(separator: ",").map(String.init))
-                let unknown = options.only.subtracting(["rewrap", "open", "token"])
+                let unknown = options.only.subtracting(["rewrap", "open", "token", "keys"])
                 guard unknown.isEmpty else { throw UsageError(description: "--only: unknown part \(unknown.sorted().joined(separator: ", "))") }
             case "--json": options.jsonPath = try value(argument)
             case "--help", "-h": throw UsageError(description: "")

@@ -30,6 +30,7 @@ do {
     say(ResultsTable.header)
     let report = ResultsTable()
     if options.runs("rewrap") { try RewrapWorkload(folder: folder + "/rewrap", options: options, report: report).run() }
+    if options.runs("keys") { try RewrapWorkload(folder: folder + "/keys", options: options, report: report, makesDatabases: false).run() }
     if options.runs("open") { try OpenWorkload(folder: folder + "/open", options: options, report: report).run() }
     if options.runs("token") && options.tokenOpens > 0 { try TokenWorkload(folder: folder + "/token", options: options, report: report).run() }
     try report.writeJSON(to: options.jsonPath, engine: engine, settings: options.settings)

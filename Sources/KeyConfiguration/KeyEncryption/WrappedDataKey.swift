@@ -28,7 +28,12 @@ public struct WrappedDataKey: Sendable, Hashable, CustomStringConvertible {
     /// A wrapped value from its base64 text, as a Keys file writes it.
     /// - Throws: ``KeyWrappingProblem/notBase64`` or ``KeyWrappingProblem/wrappedValueSize(bytes:)``.
     public init(text: String, wrappedBy keyEncryptionKeyID: String) throws(KeyWrappingProblem) {
-        guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)) else { throw .notBase64 }
+        // Blanks around the value are dropped; a value that starts and ends with an ASCII byte that
+        // is neither a space nor a tab has none, and skips Foundation's trimming (a fleet's Keys
+        // file holds one value per database).
+        let utf8 = text.utf8
+        let untrimmed = utf8.first.map { $0 < 0x80 && $0 != 0x20 && $0 != 0x09 } == true && utf8.last.map { $0 < 0x80 && $0 != 0x20 && $0 != 0x09 } == true
+        guard let data = Data(base64Encoded: untrimmed ? text : text.trimmingCharacters(in: .whitespaces)) else { throw .notBase64 }
         guard !data.isEmpty, data.count <= Self.maximumSize else { throw .wrappedValueSize(bytes: data.count) }
         self.init(bytes: Array(data), wrappedBy: keyEncryptionKeyID)
     }

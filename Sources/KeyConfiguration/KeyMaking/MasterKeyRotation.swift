@@ -57,8 +57,12 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
     ///    mode 0600, flushed, linked into place) and appends its entry to `key_encryption_keys:`;
     /// 3. wraps each data key with the target KEK (a fresh nonce each) and writes the new values
     ///    over the old ones in the Keys file's text, keeping its comments and layout;
-    /// 4. checks the edited text: it loads, has the same entries, and each new value unwraps,
-    ///    with the target KEK, to the same data key as before;
+    /// 4. checks the edited text: it is the old text with only the old values' spans (and the new
+    ///    KEK's lines) changed, each new value unwraps, with the target KEK, to the same data key as
+    ///    before, and the KEK list with the new entry loads; what did not change is compared byte
+    ///    for byte, not parsed again (an edit that cannot be checked so, in a layout the rewrite does
+    ///    not expect, is checked by loading the whole edited text: the same entries, each value
+    ///    unwrapping to the same data key);
     /// 5. replaces the Keys file durably (temporary, flush, rename, folder flush), keeping its mode,
     ///    after checking that nobody else changed it meanwhile.
     ///
@@ -80,10 +84,12 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
     /// returns the text the rest of the rewrap goes on with, so that a test can stand in for a
     /// faulty rewrite (a value swapped, truncated, left under the old KEK, an id changed) and see
     /// step 4 refuse it. The default returns the text unchanged; production code never passes one.
+    /// `checked` is told how step 4 checked the edit: `true` when the changed spans sufficed
+    /// (``EditCheck``), `false` when the whole edited text was loaded.
     package static func rewrap(
         keysFile: String, to targetID: String?, newKeyEncryptionKey: NewKeyEncryptionKey?,
         environment: [String: String]?, created: Date?, files: FileOperations,
-        alteringEditedText: (String) -> String = { $0 }
+        alteringEditedText: (String) -> String = { $0 }, checked: (_ bySpans: Bool) -> Void = { _ in }
     ) throws(KeyMakingError) -> MasterKeyRotation {
         let loaded: KeysFile
         do throws(KeyConfigurationError) { loaded = try KeysFile.load(path: keysFile) } catch { throw .keysFile(error) }
@@ -95,11 +101,30 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
         // 1. Every wrapped value, unwrapped.
         struct Found { let entryIndex: Int; let keyIndex: Int; let keyID: String; let value: WrappedDataKey; let dataKey: DataKey }
         var found: [Found] = []
+        // Each KEK resolved once; the values unwrapped by it directly, not kept in the list's
+        // cache of unwrapped keys (a fleet's file has one value per database, each used once here).
+        var resolved: [String: any KeyEncryptionKey] = [:]
         for (entryIndex, entry) in loaded.entries.enumerated() {
             for (keyIndex, key) in entry.keys.enumerated() {
                 guard case .wrapped(let value) = key.source else { continue }
                 do throws(KeyConfigurationError) {
-                    let dataKey = try loaded.keyEncryptionKeys.unwrap(value, dataKeyID: key.id, database: entry.configuredPath, environment: environment)
+                    let kekID = value.keyEncryptionKeyID
+                    let kek: any KeyEncryptionKey
+                    if let known = resolved[kekID] {
+                        kek = known
+                    } else {
+                        guard loaded.keyEncryptionKeys.ids.contains(kekID) else {
+                            throw .keyEncryptionKeyNotListed(keyEncryptionKeyID: kekID, keyID: key.id, database: entry.configuredPath, listed: loaded.keyEncryptionKeys.ids)
+                        }
+                        kek = try loaded.keyEncryptionKeys.key(id: kekID, environment: environment)
+                        resolved[kekID] = kek
+                    }
+                    let dataKey: DataKey
+                    do {
+                        dataKey = try kek.unwrap(value.bytes, context: KeyWrappingContext(dataKeyID: key.id, keyEncryptionKeyID: kekID))
+                    } catch {
+                        throw .unwrapping(keyID: key.id, keyEncryptionKeyID: kekID, database: entry.configuredPath, problem: KeyEncryptionKeyList.problem(error))
+                    }
                     found.append(Found(entryIndex: entryIndex, keyIndex: keyIndex, keyID: key.id, value: value, dataKey: dataKey))
                 } catch {
                     throw .keysFile(error)
@@ -142,21 +167,33 @@ public struct MasterKeyRotation: Sendable, Codable, Equatable {
         do throws(KeyMakingError) {
             // 3. Wrap to the target and edit the text.
             var replacements: [KeysFileEditing.WrappedValueReplacement] = []
+            var replaced: [(keyID: String, dataKey: DataKey)] = []
             for item in found where item.value.keyEncryptionKeyID != target {
                 do throws(KeyConfigurationError) {
                     let value = try kekList.wrap(item.dataKey, dataKeyID: item.keyID, with: target, environment: environment)
-                    replacements.append(.init(entryIndex: item.entryIndex, keyIndex: item.keyIndex, value: value))
+                    replacements.append(.init(entryIndex: item.entryIndex, keyIndex: item.keyIndex, value: value, previous: item.value))
+                    replaced.append((item.keyID, item.dataKey))
                 } catch {
                     throw .keysFile(error)
                 }
             }
+            let edit: KeysFileEditing.RewrapEdit
             do {
-                text = alteringEditedText(try KeysFileEditing.rewrapping(replacements, appendingKeyEncryptionKey: newEntry, in: text))
+                edit = try KeysFileEditing.rewrapping(replacements, appendingKeyEncryptionKey: newEntry, in: text, layout: loaded.layout)
+                text = alteringEditedText(edit.text)
             } catch {
                 throw .notEdited(keysFile: keysFile, problem: "\(error)")
             }
-            // 4. Check the edited text.
-            try check(text, against: loaded, found: found.map { ($0.entryIndex, $0.keyIndex, $0.keyID, $0.dataKey) }, target: target, keks: kekList, keysFile: keysFile, keysFolder: keysFolder)
+            // 4. Check the edited text: the changed spans, or (when they cannot tell) all of it.
+            let checkedSpans = EditCheck(
+                original: Array(original.utf8), edited: Array(text.utf8), edit: edit, replacements: replacements, replaced: replaced,
+                target: target, kek: try? kekList.key(id: target, environment: environment), newKeyEncryptionKey: newKeyEncryptionKey.map { ($0.id, newFile ?? "") },
+                loaded: loaded, keysFile: keysFile, keysFolder: keysFolder
+            ).passes
+            checked(checkedSpans)
+            if !checkedSpans {
+                try check(text, against: loaded, found: found.map { ($0.entryIndex, $0.keyIndex, $0.keyID, $0.dataKey) }, target: target, keks: kekList, keysFile: keysFile, keysFolder: keysFolder)
+            }
             // 5. Replace the Keys file.
             if !replacements.isEmpty || newFile != nil {
                 guard try GeneratedKey.readText(keysFile) == original else { throw .keysFileChanged(keysFile: keysFile) }

@@ -18,7 +18,8 @@ extension KeysFile {
     static func databaseKey(
         from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String, secrets: KeysFileSecrets
     ) throws(KeyConfigurationError) -> DatabaseKey {
-        let location = "databases[\(index)], key \"\(key.id)\""
+        // Written out only for a message.
+        var location: String { "databases[\(index)], key \"\(key.id)\"" }
         if (key.wrappedBy == nil) != (key.wrappedKey == nil) {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key needs both wrapped_by (the key-encryption key's id) and wrapped_key (the value in base64)")
         }

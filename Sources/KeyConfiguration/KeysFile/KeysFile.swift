@@ -52,9 +52,9 @@ public struct KeysFile: Sendable {
     /// The database entries, in file order.
     public let entries: [Entry]
 
-    /// The largest Keys file read: 16 MiB, room for tens of thousands of entries (a fleet of
-    /// 10,000 databases, each with its own wrapped data key, takes about 2 MB).
-    public static let maximumSize = 16 << 20
+    /// The largest Keys file read: 64 MiB, so that a fleet of 100,000 databases loads (the Keys
+    /// File Reference gives the sizes and the reason).
+    public static let maximumSize = 64 << 20
 
     /// Reads and checks a Keys file.
     ///
@@ -108,7 +108,9 @@ public struct KeysFile: Sendable {
 
     /// Parses a Keys file's bytes (see ``KeysFileSecrets``).
     init(bytes: SecretBytes, path: String, baseDirectory: String, external: [String: any KeyEncryptionKey] = [:]) throws(KeyConfigurationError) {
+        var fingerprint = (count: 0, hash: 0)
         let parsed: Result<KeysFileSecrets, KeysFileSecrets.Failure> = bytes.withUnsafeBytes { raw in
+            fingerprint = KeysFileLayout.fingerprint(of: raw)
             do throws(KeysFileSecrets.Failure) { return .success(try KeysFileSecrets(bytes: raw)) } catch { return .failure(error) }
         }
         let secrets: KeysFileSecrets
@@ -135,7 +137,11 @@ public struct KeysFile: Sendable {
         }
         keyEncryptionKeyEntries = kekEntries
         keyEncryptionKeys = KeyEncryptionKeyList(entries: kekEntries, external: external)
+        var layout = document.layout
+        layout.fingerprint = fingerprint
+        layout.wrappedValues.reserveCapacity(document.databases.count)
         var entries: [Entry] = []
+        entries.reserveCapacity(document.databases.count)
         for (index, database) in document.databases.enumerated() {
             guard !database.path.isEmpty else {
                 throw .keysFileInvalid(path: path, location: "databases[\(index)].path", problem: "the path is empty")
@@ -149,9 +155,15 @@ public struct KeysFile: Sendable {
                 throw .keysFileInvalid(path: path, location: "databases[\(index)].max_key_age_days", problem: "the maximum key age must be a whole number of days, at least 1")
             }
             entries.append(Entry(configuredPath: database.path, path: absolute, keys: keys, maximumKeyAgeDays: database.maxKeyAgeDays))
+            layout.wrappedValues.append(database.keys.map(\.wrappedPlaces))
         }
         self.entries = entries
+        self.layout = layout
     }
+
+    /// Where the text that was loaded holds its wrapped values and KEK list (for a master-key
+    /// rotation's edit).
+    let layout: KeysFileLayout
 
     /// `true` when the file holds `passphrase:` or `hex:` material.
     let holdsMaterial: Bool

@@ -10,30 +10,45 @@ import Yams
 /// Where a value is in the document, for messages: `databases[0].keys[1].cipher`, or
 /// `the top level`.
 struct DocumentPath {
-    private var text = ""
+    private enum Part { case field(String), item(Int) }
+    /// Written out only for a message (a fleet's file has a path for each of its entries).
+    private var parts: [Part] = []
 
     /// The path of field `name` of the mapping here.
     func field(_ name: String) -> DocumentPath {
         var path = self
-        path.text += text.isEmpty ? name : ".\(name)"
+        path.parts.append(.field(name))
         return path
     }
 
     /// The path of item `index` of the list here.
     func item(_ index: Int) -> DocumentPath {
         var path = self
-        path.text += "[\(index)]"
+        path.parts.append(.item(index))
         return path
     }
 
     /// The path as messages show it.
-    var location: String { text.isEmpty ? "the top level" : text }
+    var location: String {
+        guard !parts.isEmpty else { return "the top level" }
+        var text = ""
+        for part in parts {
+            switch part {
+            case .field(let name): text += text.isEmpty ? name : ".\(name)"
+            case .item(let index): text += "[\(index)]"
+            }
+        }
+        return text
+    }
 }
 
 /// The fields of one mapping, after checking that the node is a mapping of known fields only.
 struct FieldReader {
     let path: DocumentPath
-    private let fields: [String: Node]
+    /// The fields' names and values in file order (a handful: looked up by a scan, cheaper than a
+    /// dictionary made for each of a fleet's entries).
+    private let names: [String]
+    private let values: [Node]
 
     /// Reads `node` at `path` as a mapping whose fields are all in `allowed`.
     /// - Throws: ``KeyConfigurationError/keysFileInvalid(path:location:problem:)`` when it is not a
@@ -44,16 +59,22 @@ struct FieldReader {
         guard case .mapping(let mapping) = node else {
             throw .keysFileInvalid(path: "", location: path.location, problem: "expected a mapping with the documented fields")
         }
-        var fields: [String: Node] = [:]
+        var names: [String] = []
+        var values: [Node] = []
+        names.reserveCapacity(mapping.count)
+        values.reserveCapacity(mapping.count)
         for (key, value) in mapping {
             let name = key.scalar?.string ?? ""
             guard key.scalar != nil, allowed.contains(name) else {
                 throw .unknownField(path: "", location: path.location, field: KeyConfigurationError.shownFieldName(name, allowed: allowed), allowed: allowed)
             }
-            fields[name] = value
+            // The composer refuses a field written twice, so each name is here once.
+            names.append(name)
+            values.append(value)
         }
         self.path = path
-        self.fields = fields
+        self.names = names
+        self.values = values
     }
 
     private func invalid(_ name: String, _ problem: String) -> KeyConfigurationError {
@@ -62,8 +83,9 @@ struct FieldReader {
 
     /// The field's node, or `nil` when it is absent or null (`~`, `null`, or nothing).
     func node(_ name: String) -> Node? {
-        guard let node = fields[name] else { return nil }
-        if case .scalar(let scalar) = node, scalar.style == .plain, ["", "~", "null", "Null", "NULL"].contains(scalar.string) { return nil }
+        guard let index = names.firstIndex(of: name) else { return nil }
+        let node = values[index]
+        if case .scalar(let scalar) = node, scalar.style == .plain, scalar.string.utf8.count <= 4, ["", "~", "null", "Null", "NULL"].contains(scalar.string) { return nil }
         return node
     }
 
@@ -114,7 +136,7 @@ struct FieldReader {
     }
 
     private func missing(_ name: String) -> KeyConfigurationError {
-        fields[name] == nil
+        !names.contains(name)
             ? .keysFileInvalid(path: "", location: path.location, problem: "the field \"\(name)\" is missing")
             : invalid(name, "expected a value, found nothing")
     }
@@ -133,6 +155,9 @@ struct FieldReader {
 struct KeysFileDocument {
     let keyEncryptionKeys: [KeyEncryptionKeyDocument]
     let databases: [DatabaseDocument]
+    /// Where the top-level fields and the KEK list are (the wrapped values' places are on each
+    /// ``KeyDocument``).
+    private(set) var layout = KeysFileLayout()
 
     /// Reads the composed document (`nil` for a file with no YAML document in it).
     init(_ root: Node?) throws(KeyConfigurationError) {
@@ -150,6 +175,19 @@ struct KeysFileDocument {
         }
         keyEncryptionKeys = keks
         self.databases = databases
+        if case .mapping(let mapping) = root {
+            layout.topLevelIsBlockMapping = mapping.style != .flow
+            for (key, value) in mapping {
+                guard case .scalar(let name) = key, let mark = name.mark else { continue }
+                if name.string == "databases" { layout.databasesKey = (mark.line, mark.column) }
+                if name.string == "key_encryption_keys" {
+                    layout.keyEncryptionKeysLine = mark.line
+                    if case .sequence(let list) = value, list.style != .flow, let listMark = list.mark, let lastMark = list.last?.mark {
+                        layout.keyEncryptionKeyList = (listMark.line, listMark.column, lastMark.line)
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -242,6 +280,8 @@ struct KeyDocument {
     let format: KeyFormat?
     let plaintext, legacy: Bool?
     let cipher: CipherDocument?
+    /// Where the `wrapped_by:` and `wrapped_key:` values are, when both are scalars.
+    let wrappedPlaces: KeysFileLayout.WrappedPlaces?
 
     init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
         let fields = try FieldReader(node, at: path, allowed: [
@@ -260,6 +300,11 @@ struct KeyDocument {
         credential = try fields.string("credential")
         wrappedBy = try fields.string("wrapped_by")
         wrappedKey = try fields.string("wrapped_key")
+        if wrappedKey != nil, let by = KeysFileLayout.ScalarPlace(fields.node("wrapped_by")), let key = KeysFileLayout.ScalarPlace(fields.node("wrapped_key")) {
+            wrappedPlaces = .init(wrappedBy: by, wrappedKey: key)
+        } else {
+            wrappedPlaces = nil
+        }
     }
 
     /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`,

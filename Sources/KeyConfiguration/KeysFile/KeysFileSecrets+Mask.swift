@@ -6,6 +6,12 @@ import Foundation
 extension KeysFileSecrets {
     /// YAML's punctuation, white space and line breaks: kept as they are in the masked copy.
     static let kept: Set<UInt8> = Set(" \t\r\n-?:,[]{}#&*!|>'\"%@`\\.".utf8)
+    /// ``kept`` as a table by byte value: one look-up per byte of the file, not a hash.
+    private static let keptTable: [Bool] = (0...255).map { kept.contains(UInt8($0)) }
+
+    /// `true` when `byte` is in ``kept``.
+    @inline(__always)
+    static func isKept(_ byte: UInt8) -> Bool { keptTable.withUnsafeBufferPointer { $0[Int(byte)] } }
     private static let letters: [UInt8] = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
 
     /// `true` for the bytes an anchor or alias name may hold besides `-`: ASCII letters, digits, `_`.
@@ -36,7 +42,7 @@ extension KeysFileSecrets {
         while index < bytes.count {
             let byte = bytes[index]
             if lineStart { directiveLine = byte == UInt8(ascii: "%") }
-            if directiveLine || kept.contains(byte) {
+            if directiveLine || isKept(byte) {
                 masked[index] = byte
                 lineStart = byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
                 index += 1
@@ -44,7 +50,7 @@ extension KeysFileSecrets {
             }
             lineStart = false
             var end = index
-            while end < bytes.count, !kept.contains(bytes[end]) { end += 1 }
+            while end < bytes.count, !isKept(bytes[end]) { end += 1 }
             var hasher = Hasher()
             hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: bytes[index..<end]))
             let key = hasher.finalize()

@@ -52,7 +52,7 @@ extension Finder {
         }
         let text = scalar.string.utf8
         // Punctuation and white space only: the masked text is the file's.
-        guard text.contains(where: { !KeysFileSecrets.kept.contains($0) }) else { return scalar }
+        guard text.contains(where: { !KeysFileSecrets.isKept($0) }) else { return scalar }
         guard let start, start < masked.count else { throw unreadable(scalar) }
         var position: Int
         switch scalar.style {
@@ -73,11 +73,11 @@ extension Finder {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.count)
         for byte in text {
-            if KeysFileSecrets.kept.contains(byte) {
+            if KeysFileSecrets.isKept(byte) {
                 bytes.append(byte)
                 continue
             }
-            while position < masked.count, KeysFileSecrets.kept.contains(masked[position]) { position += 1 }
+            while position < masked.count, KeysFileSecrets.isKept(masked[position]) { position += 1 }
             guard position < masked.count, masked[position] == byte else { throw unreadable(scalar) }
             bytes.append(file[position])
             position += 1
