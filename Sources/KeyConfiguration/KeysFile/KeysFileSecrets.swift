@@ -114,18 +114,7 @@ struct Finder {
         self.file = file
         self.masked = masked
         self.maskedSecretFieldNames = maskedSecretFieldNames
-        var starts = [0]
-        var index = 0
-        while index < masked.count {
-            if masked[index] == UInt8(ascii: "\r") {
-                if index + 1 < masked.count, masked[index + 1] == UInt8(ascii: "\n") { index += 1 }
-                starts.append(index + 1)
-            } else if masked[index] == UInt8(ascii: "\n") {
-                starts.append(index + 1)
-            }
-            index += 1
-        }
-        lineStarts = starts
+        lineStarts = KeysFileEditing.LineStarts(masked).starts
     }
 
     typealias Failure = KeysFileSecrets.Failure
