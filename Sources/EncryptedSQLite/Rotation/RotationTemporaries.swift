@@ -61,7 +61,7 @@ enum RotationTemporaries {
     static func removeStale(of path: String, files: FileOperations = .system) -> [String] {
         let (folder, name) = folderAndName(of: path)
         var removed: [String] = []
-        for candidate in names(in: folder, startingWith: "." + name + ".") where isTemporaryName(candidate, of: name) {
+        for candidate in TemporaryNames.shared.names(in: folder, startingWith: "." + name + ".") where isTemporaryName(candidate, of: name) {
             let temporary = folder + "/" + candidate
             let abandoned = LockedNewFile.removeIfAbandoned(temporary) {
                 // The temporary's own journal first: a journal without its database is harmless,
@@ -73,24 +73,6 @@ enum RotationTemporaries {
         }
         if !removed.isEmpty { try? files.fsyncDirectory(folder) }
         return removed
-    }
-
-    /// The names in `folder` that start with `prefix`, from `readdir`: only those become strings
-    /// (a database's folder may hold thousands of files, and every open looks at it). Empty when
-    /// the folder cannot be read, as `FileManager.contentsOfDirectory` would have it.
-    static func names(in folder: String, startingWith prefix: String) -> [String] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
-        let wanted = Array(prefix.utf8)
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let matches = withUnsafeBytes(of: &entry.pointee.d_name) { name in
-                wanted.count < name.count && memcmp(name.baseAddress!, wanted, wanted.count) == 0
-            }
-            guard matches else { continue }
-            names.append(withUnsafeBytes(of: &entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) })
-        }
-        return names
     }
 
     /// The folder and the name of `path`, as `FileSystem.folder(of:)` and `URL.lastPathComponent`
