@@ -196,15 +196,16 @@ struct RawKeyOpens {
                           samples: (engine, libraryWrapped), target: .ratioAtMost(1.2), notes: note))
     }
 
-    /// One variant, 2,000 opens (for callgrind; the file is made first, outside the measured part
-    /// only in the sense that it is the same for every variant).
+    /// One variant, 2,000 opens of the same file, for callgrind (`RawKeyOpens.libraryOpen` or
+    /// `engineOpen` inclusive, divided by 2,000, is the cost of one open).
     func profile(_ variant: ProfileVariant) throws {
         try makeFile()
         let wrapped = try keyEncryptionKeys.wrap(dataKey, dataKeyID: "data-1")
+        let hex = hexDigits, rawText = "x'\(hexDigits)'"
         for _ in 0..<2000 {
             switch variant {
-            case .openRawEngine: try engineOpen("x'\(hexDigits)'")
-            case .openRawKey: try libraryOpen(.hex(hexDigits))
+            case .openRawEngine: try engineOpen(rawText)
+            case .openRawKey: try libraryOpen(.hex(hex))
             case .openWrapped: try libraryOpen(.wrapped(wrapped))
             default: return
             }
