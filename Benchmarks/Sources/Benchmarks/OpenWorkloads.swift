@@ -156,14 +156,18 @@ final class Failures: @unchecked Sendable {
 /// - the library with the raw key: a `KeyList` with one `hex` key, `EncryptedDatabase(path:keys:)`,
 ///   the same read through `read { }`, the database released;
 /// - the library with a wrapped data key: the same, the key list unwrapping an AES-256-GCM value
-///   with a KEK held by the process (its derivation, once per process, is not timed).
+///   with a KEK held by the process (its derivation, once per process, is not timed), a new
+///   `KeyEncryptionKeyList` per open so that nothing unwrapped before is reused.
 /// Each sample is `batch` opens of the same file, so that the clock's resolution does not matter.
 struct RawKeyOpens {
     let folder: String
     let runs: Int
     let batch = 20
     let dataKey = DataKey.random()
-    let keyEncryptionKeys = KeyEncryptionKeyList([LocalKeyEncryptionKey(id: "kek", key: DataKey.random())])
+    /// The KEK, held by the process (no derivation). Each open gets a list of its own, because a
+    /// `KeyEncryptionKeyList` keeps what it unwrapped: every timed wrapped open runs AES-GCM once.
+    let kek = LocalKeyEncryptionKey(id: "kek", key: DataKey.random())
+    var keyEncryptionKeys: KeyEncryptionKeyList { KeyEncryptionKeyList([kek]) }
 
     var path: String { folder + "/open-rawkey.sqlite" }
     var hexDigits: String { dataKey.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() } }
