@@ -43,6 +43,9 @@ struct OpenWorkloads {
 
     func run(options: Options, report: Report) throws {
         try makeFiles()
+        if options.runs(.openRaw) {
+            try RawKeyOpens(folder: folder, runs: runs).run(report: report)
+        }
         if options.runs(.open) {
             // 4a: a current-key file, 1-key list, against the raw C open.
             let one = try paired(runs: runs,
@@ -100,6 +103,7 @@ struct OpenWorkloads {
         case .openOneKey: _ = try openSeconds(currentFile, keys(currentFile, count: 1))
         case .openFiveKeys: _ = try openSeconds(currentFile, keys(currentFile, count: 5))
         case .openPool: _ = try poolSeconds(currentFile, keys(currentFile, count: 1))
+        case .openRawEngine, .openRawKey, .openWrapped: try RawKeyOpens(folder: folder, runs: 1).profile(variant)
         default: break
         }
     }
@@ -142,4 +146,86 @@ final class Failures: @unchecked Sendable {
     private var errors: [any Error] = []
     func add(_ error: any Error) { lock.withLock { errors.append(error) } }
     func check() throws { if let first = lock.withLock({ errors.first }) { throw first } }
+}
+
+/// Workload 4d (issue 34): opening a current file keyed with a raw key, the way a service opens
+/// tenant databases whose data keys it holds: no key derivation on either side, so what is
+/// measured is the open path itself. In one run, interleaved (the order rotates from run to run):
+/// - the engine: `sqlite3_open_v2`, `sqlite3_key` with `x'<64 hex>'`, the first read
+///   (`SELECT count(*) FROM t`), `sqlite3_close_v2`;
+/// - the library with the raw key: a `KeyList` with one `hex` key, `EncryptedDatabase(path:keys:)`,
+///   the same read through `read { }`, the database released;
+/// - the library with a wrapped data key: the same, the key list unwrapping an AES-256-GCM value
+///   with a KEK held by the process (its derivation, once per process, is not timed), a new
+///   `KeyEncryptionKeyList` per open so that nothing unwrapped before is reused.
+/// Each sample is `batch` opens of the same file, so that the clock's resolution does not matter.
+struct RawKeyOpens {
+    let folder: String
+    let runs: Int
+    let batch = 20
+    let dataKey = DataKey.random()
+    /// The KEK, held by the process (no derivation). Each open gets a list of its own, because a
+    /// `KeyEncryptionKeyList` keeps what it unwrapped: every timed wrapped open runs AES-GCM once.
+    let kek = LocalKeyEncryptionKey(id: "kek", key: DataKey.random())
+    var keyEncryptionKeys: KeyEncryptionKeyList { KeyEncryptionKeyList([kek]) }
+
+    var path: String { folder + "/open-rawkey.sqlite" }
+    var hexDigits: String { dataKey.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() } }
+
+    func makeFile() throws {
+        try? FileManager.default.removeItem(atPath: path)
+        let db = try RawConnection(path: path, key: "x'\(hexDigits)'", create: true)
+        try db.exec("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t(v) VALUES ('x')")
+    }
+
+    func run(report: Report) throws {
+        try makeFile()
+        let hex = hexDigits, rawText = "x'\(hexDigits)'"
+        let wrapped = try keyEncryptionKeys.wrap(dataKey, dataKeyID: "data-1")
+        var engine: [Double] = [], library: [Double] = [], libraryWrapped: [Double] = []
+        let sides: [() throws -> Void] = [
+            { engine.append(try timedRegion { for _ in 0..<batch { try engineOpen(rawText) } } / Double(batch)) },
+            { library.append(try timedRegion { for _ in 0..<batch { try libraryOpen(.hex(hex)) } } / Double(batch)) },
+            { libraryWrapped.append(try timedRegion { for _ in 0..<batch { try libraryOpen(.wrapped(wrapped)) } } / Double(batch)) },
+        ]
+        for _ in 0..<2 { for side in sides { try side() } }  // warm-up, not kept
+        engine = []; library = []; libraryWrapped = []
+        for run in 0..<runs {
+            for offset in 0..<sides.count { try sides[(run + offset) % sides.count]() }
+        }
+        let note = ["opensPerSample": "\(batch)", "meaning": "ms per open: open, key, first read, close"]
+        report.add(.timed(workload: "4d open, raw key, current file", baseline: "raw C open+key+read", library: "EncryptedDatabase, 1 raw key",
+                          samples: (engine, library), target: .ratioAtMost(1.2), notes: note))
+        report.add(.timed(workload: "4d open, wrapped data key", baseline: "raw C open+key+read", library: "EncryptedDatabase, 1 wrapped key",
+                          samples: (engine, libraryWrapped), target: .ratioAtMost(1.2), notes: note))
+    }
+
+    /// One variant, 2,000 opens of the same file, for callgrind (`RawKeyOpens.libraryOpen` or
+    /// `engineOpen` inclusive, divided by 2,000, is the cost of one open).
+    func profile(_ variant: ProfileVariant) throws {
+        try makeFile()
+        let wrapped = try keyEncryptionKeys.wrap(dataKey, dataKeyID: "data-1")
+        let hex = hexDigits, rawText = "x'\(hexDigits)'"
+        for _ in 0..<2000 {
+            switch variant {
+            case .openRawEngine: try engineOpen(rawText)
+            case .openRawKey: try libraryOpen(.hex(hex))
+            case .openWrapped: try libraryOpen(.wrapped(wrapped))
+            default: return
+            }
+        }
+    }
+
+    func engineOpen(_ key: String) throws {
+        let db = try RawConnection(path: path, key: key)
+        guard try db.integer("SELECT count(*) FROM t") == 1 else { throw BenchmarkError("\(path): wrong row count") }
+    }
+
+    func libraryOpen(_ source: KeySource) throws {
+        let keys = try KeyList(database: path, keys: [DatabaseKey(id: "data-1", source: source)], keyEncryptionKeys: keyEncryptionKeys)
+        let database = try EncryptedDatabase(path: path, keys: keys)
+        guard try database.read({ try $0.queryValue("SELECT count(*) FROM t", as: Int.self) }) == 1 else {
+            throw BenchmarkError("\(path): wrong row count")
+        }
+    }
 }

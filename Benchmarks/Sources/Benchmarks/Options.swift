@@ -147,7 +147,9 @@ struct Options {
 
 /// The workloads of issue 6, by the name `--only` takes.
 enum Workload: String, CaseIterable {
-    case insert, fetch, lookup, open, pool, rotation, concurrency, telemetry, candidates, memory
+    case insert, fetch, lookup, open, pool
+    case openRaw = "open-raw"
+    case rotation, concurrency, telemetry, candidates, memory
     case backgroundRotation = "background-rotation"
 }
 

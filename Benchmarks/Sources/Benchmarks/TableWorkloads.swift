@@ -279,6 +279,7 @@ enum ProfileVariant: String, CaseIterable {
     case fetchRowDecodable = "fetch-rowdecodable", fetchRows = "fetch-rows"
     case lookupRaw = "lookup-raw", lookupLibrary = "lookup-lib"
     case openOneKey = "open-1key", openFiveKeys = "open-5keys", openPool = "open-pool"
+    case openRawEngine = "open-raw-engine", openRawKey = "open-raw-lib", openWrapped = "open-wrapped-lib"
     case concurrencyRawDelete = "concurrency-raw-delete", concurrencyLibraryDelete = "concurrency-lib-delete"
     case concurrencyRawWAL = "concurrency-raw-wal", concurrencyLibraryWAL = "concurrency-lib-wal"
 

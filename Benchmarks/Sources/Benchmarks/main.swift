@@ -49,7 +49,7 @@ do {
     if let name = options.profile {
         guard let variant = ProfileVariant(rawValue: name) else { throw UsageError("unknown profile variant \(name)") }
         switch variant {
-        case .openOneKey, .openFiveKeys, .openPool:
+        case .openOneKey, .openFiveKeys, .openPool, .openRawEngine, .openRawKey, .openWrapped:
             try OpenWorkloads(folder: folder, runs: 1, poolReaders: options.poolReaders).profile(variant)
         case .concurrencyRawDelete, .concurrencyLibraryDelete, .concurrencyRawWAL, .concurrencyLibraryWAL:
             try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
@@ -69,7 +69,7 @@ do {
     if options.runs(.insert) || options.runs(.fetch) || options.runs(.lookup) {
         try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).run(options: options, report: report)
     }
-    if options.runs(.open) || options.runs(.pool) {
+    if options.runs(.open) || options.runs(.pool) || options.runs(.openRaw) {
         try OpenWorkloads(folder: folder, runs: options.openRuns, poolReaders: options.poolReaders).run(options: options, report: report)
     }
     if options.runs(.rotation), options.rotationMB > 0 {

@@ -1,4 +1,5 @@
 import Foundation
+import SQLCipherConnection
 
 /// What a path holds, judged from the file system and the first bytes only (read through SQLite's
 /// file layer without a key; nothing is written).
@@ -31,6 +32,14 @@ public enum DatabaseFileKind: Sendable, Equatable, CustomStringConvertible {
 
     /// Looks at `path` without changing it.
     public static func inspect(path: String) -> DatabaseFileKind {
+        inspect(path: path, headerFrom: nil)
+    }
+
+    /// ``inspect(path:)``, reading the first bytes through `connection` when one is given: a
+    /// connection already open on `path` (keyed or not, nothing read through SQLite yet), whose
+    /// file SQLite opened; its own descriptor is used, so no descriptor of the file is opened and
+    /// closed here and no raw connection is opened for the read. `nil` opens a raw one.
+    package static func inspect(path: String, headerFrom connection: Connection?) -> DatabaseFileKind {
         var status = stat()
         guard stat(path, &status) == 0 else {
             return errno == ENOENT || errno == ENOTDIR ? .missing : .unreadable(reason: String(cString: strerror(errno)))
@@ -48,7 +57,7 @@ public enum DatabaseFileKind: Sendable, Equatable, CustomStringConvertible {
         // Through SQLite's file layer: a descriptor of our own, once closed, would drop the locks
         // of this process's open connections to the file (DatabaseFilePrefix).
         let header: [UInt8]
-        switch DatabaseFilePrefix.read(path, count: 16) {
+        switch connection.map({ DatabaseFilePrefix.read(from: $0, count: 16) }) ?? DatabaseFilePrefix.read(path, count: 16) {
         case .success(let bytes): header = bytes
         case .failure(let failure): return .unreadable(reason: failure.reason)
         }

@@ -24,6 +24,12 @@ enum DatabaseFilePrefix {
             return .failure(ReadFailure(reason: access(path, R_OK) == 0 ? "\(error)" : String(cString: strerror(errno))))
         }
         defer { connection.close() }
+        return read(from: connection, count: count)
+    }
+
+    /// Up to `count` bytes from the start of the file `connection` has open (its main database),
+    /// read through SQLite's file layer with the connection's own descriptor.
+    static func read(from connection: Connection, count: Int) -> Result<[UInt8], ReadFailure> {
         do {
             let file = try connection.mainDatabaseFile()
             var bytes = [UInt8](repeating: 0, count: count)

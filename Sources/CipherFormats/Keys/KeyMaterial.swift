@@ -75,6 +75,9 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
     }
 
     package static func rawKey(hexBytes: some Collection<UInt8>) throws(KeyMaterialProblem) -> KeyMaterial {
+        // Contiguous digits (a `KeyText`'s buffer, a string's UTF-8) go through the specialized
+        // path: the generic one costs ~50 µs for 64 digits, a tenth of an open.
+        if let made = hexBytes.withContiguousStorageIfAvailable({ rawKey(hexBuffer: $0) }) { return try made.get() }
         guard !hexBytes.isEmpty else { throw .empty }
         guard hexBytes.count == 64 else { throw .wrongHexLength(digits: hexBytes.count) }
         for (offset, byte) in hexBytes.enumerated() where Hex.value(of: byte) == nil {
@@ -88,6 +91,22 @@ public struct KeyMaterial: Sendable, CustomStringConvertible, CustomDebugStringC
             buffer[66] = UInt8(ascii: "'")
         }
         return KeyMaterial(kind: .rawKey, sqlcipherForm: form)
+    }
+
+    /// ``rawKey(hexBytes:)`` for contiguous digits, the same checks in the same order.
+    private static func rawKey(hexBuffer hexBytes: UnsafeBufferPointer<UInt8>) -> Result<KeyMaterial, KeyMaterialProblem> {
+        guard !hexBytes.isEmpty else { return .failure(.empty) }
+        guard hexBytes.count == 64 else { return .failure(.wrongHexLength(digits: hexBytes.count)) }
+        for offset in 0..<64 where Hex.value(of: hexBytes[offset]) == nil {
+            return .failure(.notHex(position: offset + 1))
+        }
+        let form = SecretBytes(count: 67) { buffer in
+            buffer[0] = UInt8(ascii: "x")
+            buffer[1] = UInt8(ascii: "'")
+            for offset in 0..<64 { buffer[2 + offset] = hexBytes[offset] }
+            buffer[66] = UInt8(ascii: "'")
+        }
+        return .success(KeyMaterial(kind: .rawKey, sqlcipherForm: form))
     }
 
     /// A raw 256-bit key from its 32 bytes.

@@ -55,13 +55,16 @@ struct KeyedConnections {
         return nil
     }
 
-    /// What to key the connection with: for a key that is not legacy, the raw key plus salt
-    /// derived with the file format's KDF once per material and file, so that the derivation is
-    /// paid once per process (probe, verification and reader connections share it), with the
+    /// What to key the connection with: for a passphrase that is not legacy, the raw key plus
+    /// salt derived with the file format's KDF once per material and file, so that the derivation
+    /// is paid once per process (probe, verification and reader connections share it), with the
     /// key's settings; else the key itself (also when page 1 holds a plaintext header instead of
-    /// the salt).
+    /// the salt). A raw key is the key itself: SQLCipher reads the salt from the file as it would
+    /// for the raw key plus salt, and derives nothing else from it that a process could keep, so
+    /// page 1 is not read here for it (an open with a raw key reads the file's first bytes once,
+    /// through its own connection: ``KeyProbe``).
     func keyed(_ key: ResolvedKey) -> (key: ResolvedKey, salt: [UInt8]?) {
-        guard let material = key.material, !key.legacy, let salt = DerivedKey.salt(ofFileAt: path),
+        guard let material = key.material, material.kind == .passphrase, !key.legacy, let salt = DerivedKey.salt(ofFileAt: path),
               let format = PageFormat(settings: key.cipher), format.plaintextHeaderSize == 0,
               let derived = material.derived(forSalt: salt, derivation: format.keyDerivation)
         else { return (key, nil) }
@@ -91,14 +94,33 @@ struct KeyedConnections {
 
     private func attempt(_ key: ResolvedKey) throws(EncryptedDatabaseError) -> Connection? {
         do {
-            let connection = try connect(key)
-            try connection.verifyReadable()
-            return connection
+            return try verified(try connect(key), key: key)
+        } catch let error as EncryptedDatabaseError {
+            throw error
         } catch let error as SQLiteError where error.code.primary == .notADatabase {
             return nil
         } catch let error as SQLiteError {
             throw EncryptedDatabaseError.from(error, path: path, operation: "opening with key \"\(key.id)\"")
         } catch {
+            throw .ioFailure(path: path, operation: "opening with key \"\(key.id)\"", detail: "\(error)")
+        }
+    }
+
+    /// `connection` (opened by ``connect(_:create:)`` with `key`, nothing read yet) when a read
+    /// of the schema succeeds on it, `nil` when SQLite says the key is wrong (the connection is
+    /// closed); other failures are thrown, as ``open(with:)`` throws them.
+    func verified(_ connection: Connection, key: ResolvedKey) throws(EncryptedDatabaseError) -> Connection? {
+        do {
+            try connection.verifyReadable()
+            return connection
+        } catch let error as SQLiteError where error.code.primary == .notADatabase {
+            connection.close()
+            return nil
+        } catch let error as SQLiteError {
+            connection.close()
+            throw EncryptedDatabaseError.from(error, path: path, operation: "opening with key \"\(key.id)\"")
+        } catch {
+            connection.close()
             throw .ioFailure(path: path, operation: "opening with key \"\(key.id)\"", detail: "\(error)")
         }
     }

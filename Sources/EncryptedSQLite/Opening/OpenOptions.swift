@@ -111,7 +111,7 @@ public struct OpenOptions: Sendable {
         busyTimeout: Duration = .seconds(5),
         verification: RotationVerification = .pages,
         rotationStrategy: RotationStrategy = .automatic,
-        rotationThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
+        rotationThreads: Int = OpenOptions.processorCount,
         concurrentReaders: Int = 0,
         backgroundRotation: Bool = false,
         foreignKeys: Bool = true,
@@ -131,6 +131,11 @@ public struct OpenOptions: Sendable {
         self.logger = logger
         self.rotationThreads = rotationThreads
     }
+
+    /// The default of ``rotationThreads``: `ProcessInfo.activeProcessorCount`, read once per process
+    /// (on Linux it reads the cgroup's CPU quota and cpuset files, ~20 µs, which every
+    /// `OpenOptions()` paid before).
+    public static let processorCount = ProcessInfo.processInfo.activeProcessorCount
 
     /// The file-system operations rotations use; tests replace them to inject failures or to
     /// simulate a power cut.

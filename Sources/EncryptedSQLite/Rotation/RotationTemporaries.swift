@@ -59,11 +59,9 @@ enum RotationTemporaries {
     /// locked. Returns the removed paths.
     @discardableResult
     static func removeStale(of path: String, files: FileOperations = .system) -> [String] {
-        let folder = FileSystem.folder(of: path)
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+        let (folder, name) = folderAndName(of: path)
         var removed: [String] = []
-        for candidate in names where isTemporaryName(candidate, of: name) {
+        for candidate in TemporaryNames.shared.names(in: folder, startingWith: "." + name + ".") where isTemporaryName(candidate, of: name) {
             let temporary = folder + "/" + candidate
             let abandoned = LockedNewFile.removeIfAbandoned(temporary) {
                 // The temporary's own journal first: a journal without its database is harmless,
@@ -75,5 +73,35 @@ enum RotationTemporaries {
         }
         if !removed.isEmpty { try? files.fsyncDirectory(folder) }
         return removed
+    }
+
+    /// The folder and the name of `path`, as `FileSystem.folder(of:)` and `URL.lastPathComponent`
+    /// give them; a plain absolute path (no `.`, `..` or empty component, no trailing slash) is
+    /// split at its last slash without Foundation's `URL` (~15 µs an open).
+    static func folderAndName(of path: String) -> (folder: String, name: String) {
+        let utf8 = path.utf8
+        if isPlainAbsolute(utf8), let slash = utf8.lastIndex(of: UInt8(ascii: "/")) {
+            let folder = slash == utf8.startIndex ? "/" : String(path[..<slash])
+            return (folder, String(path[utf8.index(after: slash)...]))
+        }
+        return (FileSystem.folder(of: path), URL(fileURLWithPath: path).lastPathComponent)
+    }
+
+    /// `true` for `/a/b/c`: starts with a slash, and every component is neither empty, `.` nor `..`.
+    private static func isPlainAbsolute(_ utf8: String.UTF8View) -> Bool {
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        guard utf8.first == slash else { return false }
+        var length = 0, dots = 0
+        for byte in utf8.dropFirst() {
+            if byte == slash {
+                guard length > 0, dots != length || dots > 2 else { return false }
+                length = 0
+                dots = 0
+            } else {
+                length += 1
+                if byte == dot { dots += 1 }
+            }
+        }
+        return length > 0 && (dots != length || dots > 2)
     }
 }

@@ -42,7 +42,8 @@ public struct KeyList: Sendable, CustomStringConvertible {
         var plaintextID: String?
         var hexLike: [String] = []
         for (index, key) in keys.enumerated() {
-            guard !key.id.trimmingCharacters(in: .whitespaces).isEmpty else {
+            // An id that starts with a visible ASCII character is not blank: no trimming needed.
+            guard key.id.utf8.first.map({ $0 > 0x20 && $0 < 0x7F }) == true || !key.id.trimmingCharacters(in: .whitespaces).isEmpty else {
                 throw .emptyKeyID(database: database, position: index + 1)
             }
             guard seen.insert(key.id).inserted else { throw .duplicateKeyID(key.id, database: database) }
