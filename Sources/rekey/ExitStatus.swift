@@ -74,7 +74,7 @@ enum ExitStatus: Int32, CaseIterable, Comparable {
         case .unreadableContent: self = .noKeyOpens
         case .permission: self = .permission
         case .busy: self = .busy
-        case .io, .migration: self = .ioError
+        case .io, .migration, .closed: self = .ioError
         case .keyConfiguration: self = .invalidKeys
         case .needsRotation: self = .needsRotation
         }

@@ -2,12 +2,14 @@ import DurableFiles
 import Foundation
 import SQLCipherConnection
 
-/// One async write waiting for the writer: the caller's closure, and how its caller is resumed.
+/// One async write waiting for the writer: the caller's closure, and its caller's wait.
 struct PendingWrite: Sendable {
-    /// Runs the caller's closure and keeps its value for `finish`.
+    /// Started at most once, on the writer queue; given up by the caller's deadline or cancellation.
+    let work: WaitingWork
+    /// `true` for a ``WriteSession``: it runs alone, never in a group commit.
+    let exclusive: Bool
+    /// Runs the caller's closure (after `work.start()`) and keeps its value for the caller.
     let run: @Sendable (Connection) throws -> Void
-    /// Resumes the caller: with the kept value (`nil`), or with the error.
-    let finish: @Sendable ((any Error)?) -> Void
 }
 
 /// Async writes waiting for the writer. Each write appends itself and queues a drain on the
@@ -15,6 +17,10 @@ struct PendingWrite: Sendable {
 /// waits for the disk share the next transaction (group commit, ``OpenOptions/groupCommit``).
 final class PendingWrites: Sendable {
     private let list = Locked<[PendingWrite]>([])
+    /// Async writes (and write transactions) whose callers wait for the writer now, queued or
+    /// taken by a drain that waits for the writer's lock (for tests: what a test that holds the
+    /// writer waits for, instead of sleeping). Unused by the library.
+    let waiting = Locked(0)
     /// The most writes one transaction has run so far (for tests).
     let largestGroup = Locked(0)
 
@@ -49,37 +55,66 @@ typealias WriteTransaction = @Sendable (_ body: (Connection) throws -> Void) thr
 extension SerializedWriter {
 
     /// The async `write(_:)`: queues the closure for the writer queue, where it runs through `write`
-    /// alone or, with ``OpenOptions/groupCommit``, in one transaction with the other writes waiting then.
-    func enqueue<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T, through write: @escaping WriteTransaction) async throws -> T {
-        // Checked, as in `run(on:_:)`: ThreadSanitizer does not see the unchecked form's ordering.
-        try await withCheckedThrowingContinuation { continuation in
-            let box = ValueBox<T>()
-            pendingWrites.append(PendingWrite(
-                run: { db in box.value = try body(db) },
-                finish: { error in
-                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: box.value!) }
-                }))
-            queue.async { self.drainWrites(write) }
+    /// alone or, with ``OpenOptions/groupCommit``, in one transaction with the other writes waiting
+    /// then. The caller stops waiting when `limit` passes or its task is cancelled before the
+    /// closure starts; the closure then never runs.
+    func enqueue<T: Sendable>(
+        limit: Duration?, path: String, _ body: @escaping @Sendable (Connection) throws -> T, through write: @escaping WriteTransaction
+    ) async throws -> T {
+        let box = ValueBox<T>()
+        try await WaitingWork.wait(limit: limit, expired: EncryptedDatabaseError.writerWaitExpired(path: path, waited: limit ?? .zero)) { work in
+            submit(PendingWrite(work: work, exclusive: false, run: { db in box.value = try body(db) }), through: write)
+        }
+        return box.value!
+    }
+
+    /// Queues `pending` for the writer queue.
+    func submit(_ pending: PendingWrite, through write: @escaping WriteTransaction) {
+        let waiting = pendingWrites.waiting
+        waiting.withLock { $0 += 1 }
+        pending.work.whenLeavingWait { waiting.withLock { $0 -= 1 } }
+        pendingWrites.append(pending)
+        queue.async { self.drainWrites(write) }
+    }
+
+    /// On the writer queue: runs every write waiting now that its caller still waits for. One
+    /// write runs as `write(_:)` runs it; several share one `IMMEDIATE` transaction, each in a
+    /// savepoint of its own, and one commit. A ``WriteSession`` runs alone.
+    private func drainWrites(_ write: @escaping WriteTransaction) {
+        let writes = pendingWrites.takeAll().filter { !$0.work.wasGivenUp }
+        var batch: [PendingWrite] = []
+        for pending in writes {
+            if pending.exclusive {
+                runBatch(batch, write)
+                batch = []
+                runAlone(pending, write)
+            } else {
+                batch.append(pending)
+            }
+        }
+        runBatch(batch, write)
+    }
+
+    private func runBatch(_ writes: [PendingWrite], _ write: @escaping WriteTransaction) {
+        if writes.count > 1, groupCommit {
+            runGroup(writes, write)
+        } else {
+            for pending in writes { runAlone(pending, write) }
         }
     }
 
-    /// On the writer queue: runs every write waiting now. One write runs as `write(_:)` runs it;
-    /// several share one `IMMEDIATE` transaction, each in a savepoint of its own, and one commit.
-    private func drainWrites(_ write: @escaping WriteTransaction) {
-        let writes = pendingWrites.takeAll()
-        guard !writes.isEmpty else { return }
-        guard writes.count > 1, groupCommit else {
-            for pending in writes {
-                do {
-                    try write { db in try pending.run(db) }
-                    pending.finish(nil)
-                } catch {
-                    pending.finish(error)
-                }
+    /// Runs one write in a transaction of its own. A write given up while `BEGIN` waited for
+    /// another process's lock does not run, and its empty transaction commits.
+    private func runAlone(_ pending: PendingWrite, _ write: @escaping WriteTransaction) {
+        do {
+            try write { db in
+                guard pending.work.start() else { return }
+                try pending.run(db)
             }
-            return
+            pending.work.end(nil)
+        } catch {
+            pending.work.end(error)
         }
-        runGroup(writes, write)
     }
 
     /// Runs `writes` in one transaction. Each closure runs once, in a savepoint: when it throws,
@@ -98,6 +133,7 @@ extension SerializedWriter {
             try write { db in
                 for (index, pending) in writes.enumerated() {
                     ran = index + 1
+                    guard pending.work.start() else { continue }
                     do {
                         try db.savepoint { db in
                             try pending.run(db)
@@ -127,6 +163,7 @@ extension SerializedWriter {
                 for index in outcomes.indices where outcomes[index] == nil { outcomes[index] = error }
             }
         }
-        for index in 0..<ran { writes[index].finish(outcomes[index]) }
+        // A write given up before it started was resumed then: `end` leaves it alone.
+        for index in 0..<ran { writes[index].work.end(outcomes[index]) }
     }
 }

@@ -22,6 +22,9 @@ final class ReaderPool: @unchecked Sendable {
     private var opened = 0
     private var checkedOut = 0
     private var draining = false
+    /// `true` after ``close()``: check-outs throw, and nothing opens a reader again.
+    private var isClosed = false
+    private let path: String
     private var key: ResolvedKey
     /// Counts ``replaceKey(_:)`` calls: a reader opened before the last one is closed when it
     /// comes back.
@@ -33,6 +36,7 @@ final class ReaderPool: @unchecked Sendable {
     /// it opens (foreign keys and the application's `prepareConnection`).
     init(path: String, capacity: Int, key: ResolvedKey, busyTimeout: Duration, setup: @escaping @Sendable (Connection) throws -> Void) {
         trial = KeyedConnections(path: path, access: .readOnly, busyTimeout: busyTimeout)
+        self.path = path
         self.capacity = max(1, capacity)
         self.key = key
         self.setup = setup
@@ -74,6 +78,10 @@ final class ReaderPool: @unchecked Sendable {
     private func checkOut(waiting: Bool) throws -> (Connection, generation: Int)? {
         condition.lock()
         while draining || (idle.isEmpty && opened >= capacity) {
+            if isClosed {
+                condition.unlock()
+                throw EncryptedDatabaseError.closed(path: path)
+            }
             guard waiting else {
                 condition.unlock()
                 return nil
@@ -136,11 +144,21 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    /// Lets readers open again, keyed with `key`.
+    /// Lets readers open again, keyed with `key` (not after ``close()``).
     func resume(keyedWith key: ResolvedKey) {
         condition.withLock {
             self.key = key
-            draining = false
+            draining = isClosed
+            condition.broadcast()
+        }
+    }
+
+    /// ``drain()`` for good (the database is closing): check-outs waiting now and later throw
+    /// ``EncryptedDatabaseError/closed(path:)``.
+    func close() {
+        drain()
+        condition.withLock {
+            isClosed = true
             condition.broadcast()
         }
     }

@@ -1,3 +1,4 @@
+import DurableFiles
 import Foundation
 import KeyConfiguration
 import SQLCipherConnection
@@ -22,6 +23,10 @@ final class SerializedWriter: @unchecked Sendable {
     private(set) var key: ResolvedKey
     /// What the open that produced `connection` did (and the last rotation since).
     private(set) var report: OpenReport
+    /// `key.id`, readable without the lock (the probe must not wait for a rotation holding it).
+    private let keyIDSnapshot: Locked<String>
+    /// The id of the key the writer is on, without taking the writer's lock.
+    var keyID: String { keyIDSnapshot.withLock { $0 } }
     /// `true` once the database was closed: nothing may open the file for it again.
     private(set) var isShutDown = false
     /// The one thread async writes (and async reads without a reader pool) run on.
@@ -34,6 +39,7 @@ final class SerializedWriter: @unchecked Sendable {
     init(connection: Connection, key: ResolvedKey, report: OpenReport, groupCommit: Bool) {
         self.connection = connection
         self.key = key
+        keyIDSnapshot = Locked(key.id)
         self.report = report
         self.groupCommit = groupCommit
     }
@@ -52,6 +58,7 @@ final class SerializedWriter: @unchecked Sendable {
         if connection !== self.connection, !self.connection.isClosed { self.connection.close() }
         self.connection = connection
         self.key = key
+        keyIDSnapshot.withLock { $0 = key.id }
         if let report { self.report = report }
     }
 

@@ -20,6 +20,12 @@ extension EncryptedDatabase {
     ///   ``EncryptedDatabaseError`` when the file was rotated elsewhere and could not be followed.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func read<T>(_ body: (Connection) throws -> T) throws -> T {
+        try checkOpen()
+        return try performRead(body)
+    }
+
+    /// ``read(_:)`` without the closed check: for async work queued before ``close()``, which runs.
+    func performRead<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("read") {
             if let readers {
                 try follower.stepAsideIfAsked()
@@ -89,6 +95,12 @@ extension EncryptedDatabase {
     ///   could not be followed.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func write<T>(_ body: (Connection) throws -> T) throws -> T {
+        try checkOpen()
+        return try performWrite(body)
+    }
+
+    /// ``write(_:)`` without the closed check: for async work queued before ``close()``, which runs.
+    func performWrite<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("write") {
             try writer.withLock {
                 try follower.readyWriter(operation: "write")
@@ -114,6 +126,12 @@ extension EncryptedDatabase {
     ///   elsewhere and could not be followed.
     @available(*, noasync, message: "in async code, call it with `try await` (the async overload); in top-level code, from an async function")
     public func writeWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
+        try checkOpen()
+        return try performWriteWithoutTransaction(body)
+    }
+
+    /// ``writeWithoutTransaction(_:)`` without the closed check: for async work queued before ``close()``, which runs.
+    func performWriteWithoutTransaction<T>(_ body: (Connection) throws -> T) throws -> T {
         try reentrancy.enter("writeWithoutTransaction") {
             try writer.withLock {
                 try follower.readyWriter(operation: "writeWithoutTransaction")

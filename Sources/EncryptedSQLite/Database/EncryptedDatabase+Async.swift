@@ -1,4 +1,6 @@
+import DurableFiles
 import Foundation
+import SQLCipherConnection
 
 extension EncryptedDatabase {
     /// `read(_:)` for Swift concurrency.
@@ -19,25 +21,160 @@ extension EncryptedDatabase {
     /// ```
     /// - Throws: as `read(_:)`.
     public func read<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try checkOpen()
+        if readers == nil { checkNotHoldingWriter("read") }
         if let readers, case .read(let value) = try readOnFreeReader(readers, body) {
             // Still a suspension point, as the caller expects of `await`: a loop of reads lets
             // the other tasks of its thread run.
             await Task.yield()
             return value
         }
-        return try await run(on: readers == nil ? writer.queue : queue) { try self.read(body) }
+        if readers == nil {
+            return try await runWaiting(on: writer.queue, limit: follower.options.writerWaitLimit) { waiting in
+                try self.performRead { db in
+                    try waiting.mustStart()
+                    return try body(db)
+                }
+            }
+        }
+        return try await run(on: queue) { try self.performRead(body) }
     }
 
-    /// `write(_:)` for Swift concurrency.
-    /// - Throws: as `write(_:)`.
+    /// `write(_:)` for Swift concurrency: waits for the writer at most
+    /// ``OpenOptions/writerWaitLimit`` (no limit by default).
+    ///
+    /// The task waits suspended; no thread of the cooperative pool waits. When the task is
+    /// cancelled, or the limit passes, before `body` started, the call throws at once and `body`
+    /// never runs; once `body` started, it runs to its commit.
+    /// - Throws: as `write(_:)`; ``EncryptedDatabaseError/writerWaitExpired(path:waited:)`` when
+    ///   the limit passed first; `CancellationError` when the task was cancelled first;
+    ///   ``EncryptedDatabaseError/closed(path:)`` after ``close()``.
     public func write<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await writer.enqueue(body, through: { work in try self.write(work) })
+        try await write(waitingAtMost: follower.options.writerWaitLimit, body)
     }
 
-    /// `writeWithoutTransaction(_:)` for Swift concurrency.
-    /// - Throws: as `writeWithoutTransaction(_:)`.
+    /// `write(_:)` for Swift concurrency, waiting for the writer at most `limit` (`nil`: no limit):
+    /// for a request handler that must answer within its own deadline, while a rotation, a
+    /// migration or a long transaction holds the writer.
+    ///
+    /// ```swift
+    /// do {
+    ///     try await database.write(waitingAtMost: .seconds(2)) { db in
+    ///         try db.execute("INSERT INTO notes(text) VALUES (?)", [text])
+    ///     }
+    /// } catch EncryptedDatabaseError.writerWaitExpired {
+    ///     // 503: nothing was written; the client may retry
+    /// }
+    /// ```
+    /// - Throws: as ``write(_:)-(@Sendable(Connection)->T)``.
+    public func write<T: Sendable>(waitingAtMost limit: Duration?, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try checkOpen()
+        checkNotHoldingWriter("write")
+        return try await writer.enqueue(limit: limit, path: path, body, through: { work in try self.performWrite(work) })
+    }
+
+    /// `writeWithoutTransaction(_:)` for Swift concurrency, waiting for the writer at most
+    /// ``OpenOptions/writerWaitLimit``, as the async `write` does.
+    /// - Throws: as `writeWithoutTransaction(_:)`, and as the async `write`.
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await run(on: writer.queue) { try self.writeWithoutTransaction(body) }
+        try checkOpen()
+        checkNotHoldingWriter("writeWithoutTransaction")
+        return try await runWaiting(on: writer.queue, limit: follower.options.writerWaitLimit) { waiting in
+            try self.performWriteWithoutTransaction { db in
+                try waiting.mustStart()
+                return try body(db)
+            }
+        }
+    }
+
+    /// Runs `access` on `queue`, waiting for its connection at most `limit` or until the task is
+    /// cancelled. `access` calls `mustStart()` once it holds its connection (inside the access's
+    /// closure), so the wait covers the writer's lock too (a rotation on another thread holds
+    /// it); the caller's closure never runs when the wait ended first.
+    func runWaiting<T: Sendable>(on queue: DispatchQueue, limit: Duration?, _ access: @escaping @Sendable (WaitingWork) throws -> T) async throws -> T {
+        let box = Locked<T?>(nil)
+        try await WaitingWork.wait(limit: limit, expired: EncryptedDatabaseError.writerWaitExpired(path: self.path, waited: limit ?? .zero)) { waiting in
+            queue.async {
+                guard !waiting.wasGivenUp else { return }
+                do {
+                    let value = try access(waiting)
+                    box.withLock { $0 = value }
+                    waiting.end(nil)
+                } catch {
+                    waiting.end(error)
+                }
+            }
+        }
+        return box.withLock { $0 }!
+    }
+
+    /// Holds the writer for an async `body`: every ``WriteSession/run(_:)`` of the session runs on
+    /// the writer connection, in one `IMMEDIATE` transaction that commits when `body` returns and
+    /// rolls back when it throws. Between them `body` may await other work while the writer stays
+    /// held. This is the transaction of a framework whose transaction closure is async (Fluent's
+    /// `transaction`).
+    ///
+    /// ```swift
+    /// try await database.writeTransaction(waitingAtMost: .seconds(2)) { session in
+    ///     let balance = try await session.run { db in
+    ///         try db.queryValue("SELECT balance FROM accounts WHERE id = ?", [id], as: Int.self)
+    ///     }
+    ///     guard balance >= amount else { throw TransferError.insufficient }   // rolls back
+    ///     try await session.run { db in try db.execute("UPDATE accounts SET balance = balance - ? WHERE id = ?", [amount, id]) }
+    /// }
+    /// ```
+    ///
+    /// Inside `body`, use the session, not this database's `write` (that would wait for the writer
+    /// the body holds: it stops the program with a message instead). Pooled reads do not see the
+    /// session's uncommitted changes. The transaction follows a rotation made by another process
+    /// that its `BEGIN` finds, as `write(_:)` does.
+    /// - Parameter limit: how long to wait for the writer before `body` starts (`nil`:
+    ///   ``OpenOptions/writerWaitLimit``).
+    /// - Throws: whatever `body` throws (after the rollback); the commit's `SQLiteError`;
+    ///   ``EncryptedDatabaseError/writerWaitExpired(path:waited:)`` or `CancellationError` when
+    ///   `body` never started; ``EncryptedDatabaseError/closed(path:)`` after ``close()``.
+    public func writeTransaction<T: Sendable>(waitingAtMost limit: Duration? = nil, _ body: (WriteSession) async throws -> T) async throws -> T {
+        try checkOpen()
+        checkNotHoldingWriter("writeTransaction")
+        let limit = limit ?? follower.options.writerWaitLimit
+        let session = WriteSession(path: path)
+        let holder = Locked<WaitingWork?>(nil)
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (started: CheckedContinuation<Void, any Error>) in
+                session.awaitStart(started)
+                let work = WaitingWork { error in session.holderEnded(error) }
+                holder.withLock { $0 = work }
+                if Task.isCancelled {
+                    work.giveUp(CancellationError())
+                    return
+                }
+                work.giveUp(after: limit, with: EncryptedDatabaseError.writerWaitExpired(path: self.path, waited: limit ?? .zero))
+                writer.submit(PendingWrite(work: work, exclusive: true, run: { db in try session.serve(db) }), through: { work in try self.performWrite(work) })
+            }
+        } onCancel: {
+            holder.withLock { $0 }?.giveUp(CancellationError())
+        }
+        let value: T
+        do {
+            value = try await WriteSession.$held.withValue(WriteSession.held + [WriteSession.Holder(database: ObjectIdentifier(self), task: WriteSession.currentTask)]) { try await body(session) }
+        } catch {
+            // The rollback's own outcome adds nothing to the body's error.
+            try? await session.end(commit: false)
+            throw error
+        }
+        try await session.end(commit: true)
+        return value
+    }
+
+    /// Stops the program when the task of this database's ``writeTransaction(waitingAtMost:_:)``
+    /// body calls an access that would wait for the writer that body holds (a deadlock). Tasks the
+    /// body creates are not stopped: awaiting their write from the body still deadlocks, until
+    /// ``OpenOptions/writerWaitLimit`` ends it.
+    func checkNotHoldingWriter(_ method: String) {
+        precondition(!WriteSession.held.contains(WriteSession.Holder(database: ObjectIdentifier(self), task: WriteSession.currentTask)), """
+            EncryptedDatabase.\(method) was called inside this database's writeTransaction body, which holds the \
+            writer: it would wait forever. Use the body's WriteSession (session.run) instead.
+            """)
     }
 
     /// The continuation is resumed exactly once, by the queued work. It is the checked form: with

@@ -30,6 +30,7 @@ extension EncryptedDatabase {
     ///   nothing is left under `target`.
     @discardableResult
     public func backup(to target: String) throws(EncryptedDatabaseError) -> BackupReport {
+        try checkOpen()
         let (key, busyTimeout, files) = keyAndTimeout
         return try DatabaseBackup(path: path, sourceKey: key, targetKey: keys.current, busyTimeout: busyTimeout, files: files).run(to: target)
     }

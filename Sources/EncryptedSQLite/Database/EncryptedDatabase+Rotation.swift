@@ -24,7 +24,8 @@ extension EncryptedDatabase {
     ///   rotation stands and its error is thrown.
     @discardableResult
     public func rotateToCurrentKey() throws(EncryptedDatabaseError) -> RotationReport? {
-        try follower.rotateToCurrentKey()
+        try checkOpen()
+        return try follower.rotateToCurrentKey()
     }
 
     /// ``rotateToCurrentKey()`` for Swift concurrency: the rotation runs on a thread of the
@@ -37,6 +38,7 @@ extension EncryptedDatabase {
     /// - Throws: as ``rotateToCurrentKey()``.
     @discardableResult
     public func rotateToCurrentKey() async throws(EncryptedDatabaseError) -> RotationReport? {
+        try checkOpen()
         let result: Result<RotationReport?, EncryptedDatabaseError> = await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: Result { () throws(EncryptedDatabaseError) in try self.follower.rotateToCurrentKey() }) }
         }
@@ -65,6 +67,7 @@ extension EncryptedDatabase {
     ///   ``BackgroundRotation``.
     @discardableResult
     public func rotateInBackground() throws(EncryptedDatabaseError) -> BackgroundRotation? {
-        try follower.rotateInBackground(owner: self)
+        try checkOpen()
+        return try follower.rotateInBackground(owner: self)
     }
 }

@@ -44,6 +44,8 @@ public final class EncryptedDatabase: Sendable {
     let follower: RotationFollower
     /// Detects an access closure that calls back into this database on the same thread.
     let reentrancy = ReentrancyGuard()
+    /// `true` once ``close()`` was called: every new call throws ``EncryptedDatabaseError/closed(path:)``.
+    let closing = Locked(false)
     /// Runs the async overloads' pooled reads that must wait for a reader, off the cooperative pool.
     let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
 
@@ -93,9 +95,7 @@ public final class EncryptedDatabase: Sendable {
     /// Closes the writer and every reader. (Cached statements hold their connection, so
     /// connections are closed explicitly rather than left to reference counting.)
     deinit {
-        StepAsideWatcher.shared.forget(ObjectIdentifier(follower))
-        readers?.drain()
-        writer.shutDown()
+        closeConnections()
     }
 
     /// What happened when the database was opened (and, after ``rotateToCurrentKey()``, that

@@ -75,6 +75,15 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
     /// key provider it was opened from) could not be read, or lacks the key another process rotated
     /// the file to. `reason` says which, and what to do.
     case keyUnavailable(path: String, reason: String)
+    /// An async access waited `waited` for the writer (``OpenOptions/writerWaitLimit``, or the
+    /// call's own limit) while something else held it: a rotation, a migration, a long write.
+    /// Nothing was done; try again later (an HTTP service answers 503).
+    case writerWaitExpired(path: String, waited: Duration)
+    /// The database was closed (``EncryptedDatabase/close()``): open it again to use it.
+    case closed(path: String)
+    /// A ``WriteSession`` was used after its ``EncryptedDatabase/writeTransaction(waitingAtMost:_:)``
+    /// body ended: use it only inside the body.
+    case transactionEnded(path: String)
 
     /// Groups of errors that call for the same reaction.
     public enum Category: String, Sendable, Codable {
@@ -95,6 +104,9 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         /// The key list could not be read, or lacks the key the file is on now: fix the Keys file
         /// or key provider (or restart the process, for a key it could not see).
         case keyConfiguration
+        /// The database (or the transaction) was closed before the call: a program error, not
+        /// the file's.
+        case closed
     }
 
     /// The group this error belongs to.
@@ -104,7 +116,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
         case .notARegularFile, .emptyFile, .fileTooShort, .plaintextDatabase, .noKeyOpens, .sqlcipher4File: return .unreadableContent
         case .targetExists: return .permission
         case .permissionDenied, .readOnly: return .permission
-        case .busy, .changedByAnotherProcess: return .busy
+        case .busy, .changedByAnotherProcess, .writerWaitExpired: return .busy
+        case .closed, .transactionEnded: return .closed
         case .keyUnavailable: return .keyConfiguration
         case .rotationNeeded, .interruptedWrite: return .needsRotation
         case .rotationNotApplied, .verificationFailed, .diskFull, .ioFailure: return .io
@@ -121,7 +134,8 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
              let .busy(path, _), let .readOnly(path, _),
              let .rotationNeeded(path, _, _), let .interruptedWrite(path), let .rotationNotApplied(path, _, _, _),
              let .verificationFailed(path, _, _), let .diskFull(path, _), let .ioFailure(path, _, _),
-             let .migrationFailed(path, _), let .changedByAnotherProcess(path, _, _), let .keyUnavailable(path, _):
+             let .migrationFailed(path, _), let .changedByAnotherProcess(path, _, _), let .keyUnavailable(path, _),
+             let .writerWaitExpired(path, _), let .closed(path), let .transactionEnded(path):
             return path
         }
     }
@@ -175,6 +189,12 @@ public enum EncryptedDatabaseError: Error, Sendable, Equatable, CustomStringConv
             return "\(path): \(operation) found the file no longer on key \"\(keyID)\": another process rotated it meanwhile, and kept doing so for longer than the busy timeout. Nothing was changed; try again (the file opens with the key it is on now)."
         case let .keyUnavailable(path, reason):
             return "\(path): \(reason)"
+        case let .writerWaitExpired(path, waited):
+            return "\(path): waited \(Int((waited / .milliseconds(1)).rounded())) ms for the writer, which a rotation, a migration or another write still held; nothing was done. Try again later, or raise the wait limit (OpenOptions.writerWaitLimit)."
+        case .closed(let path):
+            return "\(path): the database was closed (EncryptedDatabase.close()); open it again to use it"
+        case .transactionEnded(let path):
+            return "\(path): a WriteSession was used after its writeTransaction body ended; use it only inside the body"
         }
     }
 }

@@ -101,9 +101,7 @@ final class RotationFollower: Sendable {
     /// - Throws: ``EncryptedDatabaseError`` when the file cannot be opened, or the database was closed.
     func catchUp(operation: String) throws(EncryptedDatabaseError) {
         if writerReadsFile { return }
-        guard !writer.isShutDown else {
-            throw .ioFailure(path: path, operation: operation, detail: "the database was closed")
-        }
+        guard !writer.isShutDown else { throw .closed(path: path) }
         abandonBackgroundRotation(reason: "another process rotated the file")
         let previous = writer.key.id
         logger.notice("the database file was rotated by another process; following the rotation", metadata: [

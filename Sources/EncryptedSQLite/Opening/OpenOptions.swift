@@ -77,6 +77,20 @@ public struct OpenOptions: Sendable {
     /// Blocking `write(_:)` calls never share a transaction. Set it to `false` for one transaction
     /// per async write.
     public var groupCommit = true
+    /// How long an async access waits for the writer before it gives up with
+    /// ``EncryptedDatabaseError/writerWaitExpired(path:waited:)`` (default `nil`: it waits as long
+    /// as the writer is held). It bounds the async `write`, `writeWithoutTransaction` and
+    /// ``EncryptedDatabase/writeTransaction(waitingAtMost:_:)``, and async reads without a
+    /// reader pool (they run on the writer). A foreground rotation holds the writer for as long
+    /// as it takes (seconds per hundred megabytes); a request handler that must answer sooner
+    /// sets this, or passes its own limit to ``EncryptedDatabase/write(waitingAtMost:_:)``.
+    /// Work given up never runs. Blocking calls are not bounded by it.
+    ///
+    /// ```swift
+    /// var options = OpenOptions(concurrentReaders: 4)
+    /// options.writerWaitLimit = .seconds(2)   // then answer 503 instead of holding the request
+    /// ```
+    public var writerWaitLimit: Duration?
     /// Runs on each connection your code gets — the writer, and every pooled reader — when it
     /// opens, and again when it reopens after a rotation: register SQL functions and collations,
     /// set pragmas (GRDB's `Configuration.prepareDatabase`). `nil` by default.
