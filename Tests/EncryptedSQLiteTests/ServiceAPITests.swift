@@ -25,7 +25,9 @@ struct ServiceAPITests {
             Thread {
                 try? database.write { _ in
                     started.signal()
-                    released.wait()
+                    // A hang guard only (a library that ignores its limits would otherwise hang the
+                    // suite): the test releases the writer long before.
+                    _ = released.wait(timeout: .now() + 30)
                 }
                 ended.signal()
             }.start()
@@ -197,6 +199,62 @@ struct ServiceAPITests {
         let error = EncryptedDatabaseError.writerWaitExpired(path: database.path, waited: .milliseconds(300))
         #expect(error.category == .busy)
         #expect(error.description.contains("waited 300 ms for the writer"))
+    }
+
+    @Test("during a real rotation in the foreground (stopped by the pausing VFS at its EXCLUSIVE lock), a write with a limit and the probe answer within their limits; the write never runs, and the rotation completes")
+    func boundedDuringRotation() async throws {
+        let directory = TemporaryDirectory("wait-rotation")
+        let path = directory.file("db.sqlite")
+        let oldHex = TestKeys.hex(), newHex = TestKeys.hex()
+        let old = DatabaseKey(id: "old", source: .hex(oldHex))
+        let new = DatabaseKey(id: "new", source: .hex(newHex))
+        // The VFS sees only connections opened after it is installed: watch first.
+        let watch = VFSWatch(folder: directory.path)
+        defer { watch.stop() }
+        let list = Locked(try KeyList(database: path, keys: [old]))
+        let database = try EncryptedDatabase(path: path, keyProvider: { list.withLock { $0 } }, options: OpenOptions(createIfMissing: true))
+        try await database.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, note TEXT); INSERT INTO t(note) VALUES ('before')") }
+        list.withLock { $0 = try! KeyList(database: path, keys: [old, new]) }
+        let pause = watch.pause { $0.actor == "rotator" && $0.isLockTaken(FileLockLevel.exclusive) }
+        let rotation = Task {
+            try await OwnThread.run {
+                VFSWatch.setActor("rotator")
+                defer { VFSWatch.setActor(nil) }
+                return try database.rotateToCurrentKey()?.toKeyID
+            }
+        }
+        let reached = try await OwnThread.run { pause.waitUntilReached() != nil }
+        guard reached else {
+            pause.release()
+            Issue.record("the rotation never took its EXCLUSIVE lock")
+            return
+        }
+        // The rotation holds the writer and the file now, for as long as the test keeps it there.
+        // A hang guard only: a library that ignored the limit would wait here for the release.
+        let hangGuard = Task {
+            try await Task.sleep(for: .seconds(30))
+            pause.release()
+        }
+        defer { hangGuard.cancel() }
+        let runs = Runs()
+        await #expect(throws: EncryptedDatabaseError.writerWaitExpired(path: path, waited: .milliseconds(200))) {
+            try await database.write(waitingAtMost: .milliseconds(200)) { db in
+                runs.ran()
+                try db.execute("INSERT INTO t(note) VALUES ('never')")
+            }
+        }
+        let probe = await database.probe(waitingAtMost: .milliseconds(100))
+        #expect(probe.status == .busy, "\(probe)")
+        #expect(probe.keyID == "old" && probe.currentKeyID == "new" && probe.needsRotation)
+        pause.release()
+        #expect(try await rotation.value == "new")
+        try await database.write { db in try db.execute("INSERT INTO t(note) VALUES ('after')") }
+        #expect(runs.value == 0)
+        #expect(try await Self.notes(database) == ["before", "after"])
+        #expect(try SQLCipherShell.opens(path, with: .hex(newHex)))
+        #expect(try !SQLCipherShell.opens(path, with: .hex(oldHex)))
+        let rotated = await database.probe()
+        #expect(rotated.status == .ok && rotated.keyID == "new" && !rotated.needsRotation)
     }
 
     @Test("cancelling a task whose write waits for the writer ends the wait at once with CancellationError; the closure never runs")
