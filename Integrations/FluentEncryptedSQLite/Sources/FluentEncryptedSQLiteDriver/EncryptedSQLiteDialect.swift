@@ -33,8 +33,15 @@ public struct EncryptedSQLiteDialect: SQLDialect {
         /// The `TRUE` and `FALSE` literals (SQLite 3.23.0); older engines get `1` and `0`.
         public static let booleanLiterals = Feature(name: "TRUE and FALSE literals", since: SQLiteVersion(3, 23, 0))
 
+        /// The JSON functions (`json_extract`, which nested-field paths use), built in from SQLite
+        /// 3.38.0; before, an optional extension that Debian 12's SQLCipher 3.4.1 lacks.
+        public static let jsonFunctions = Feature(name: "built-in JSON functions (json_extract)", since: SQLiteVersion(3, 38, 0))
+        /// Up to 32766 bound parameters per statement (`SQLITE_MAX_VARIABLE_NUMBER`, SQLite 3.32.0;
+        /// 999 before), which large batch inserts need.
+        public static let manyParameters = Feature(name: "more than 999 bound parameters per statement", since: SQLiteVersion(3, 32, 0))
+
         /// Every feature the dialect answers for.
-        public static let all: [Feature] = [.booleanLiterals, .upsert, .windowFunctions, .returning, .dropColumn]
+        public static let all: [Feature] = [.booleanLiterals, .upsert, .windowFunctions, .manyParameters, .returning, .dropColumn, .jsonFunctions]
     }
 
     /// The SQLite version the dialect answers for.

@@ -24,6 +24,13 @@ struct ValueEncoder: Sendable {
         case let value as Data: return .blob([UInt8](value))
         case let value as Int32: return .integer(Int64(value))
         case let value as Float: return .real(Double(value))
+        case let value as any FixedWidthInteger:
+            // The other integer types (their Codable conformance encodes the value itself, so
+            // they must not reach the unwrapping encoder).
+            guard let number = Int64(exactly: value) else {
+                throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "\(value) does not fit in SQLite's 64-bit integer"))
+            }
+            return .integer(number)
         default: break
         }
         let encoder = SingleValueUnwrappingEncoder(values: self)
@@ -149,6 +156,9 @@ struct ValueDecoder: Sendable {
             guard let result = Int32(exactly: try integer()) else { throw mismatch(T.self, value) }
             return result as? T
         case is DatabaseValue.Type: return value as? T
+        case let integerType as any FixedWidthInteger.Type:
+            guard let result = integerType.init(exactly: try integer()) else { throw mismatch(T.self, value) }
+            return result as? T
         default: return nil
         }
     }

@@ -30,18 +30,27 @@ final class FluentBenchmarkTests: XCTestCase {
     func testJoin() throws { try self.benchmarker.testJoin() }
     func testMiddleware() throws { try self.benchmarker.testMiddleware() }
     func testMigrator() throws { try self.benchmarker.testMigrator() }
-    func testModel() throws { try self.benchmarker.testModel() }
+    func testModel() throws {
+        try skipUnlessSupported(.jsonFunctions)   // its nested-field filters use json_extract
+        try self.benchmarker.testModel()
+    }
     func testOptionalParent() throws { try self.benchmarker.testOptionalParent() }
     func testPagination() throws { try self.benchmarker.testPagination() }
     func testParent() throws { try self.benchmarker.testParent() }
-    func testPerformance() throws { try self.benchmarker.testPerformance() }
+    func testPerformance() throws {
+        try skipUnlessSupported(.manyParameters)   // one INSERT of many rows binds more than 999 values
+        try self.benchmarker.testPerformance()
+    }
     func testRange() throws { try self.benchmarker.testRange() }
     func testSchema() throws { try self.benchmarker.testSchema() }
     func testSet() throws { try self.benchmarker.testSet() }
     func testSiblings() throws { try self.benchmarker.testSiblings() }
     func testSoftDelete() throws { try self.benchmarker.testSoftDelete() }
     func testSort() throws { try self.benchmarker.testSort() }
-    func testSQL() throws { try self.benchmarker.testSQL() }
+    func testSQL() throws {
+        try skipUnlessSupported(.jsonFunctions)   // its nested-field query uses json_extract
+        try self.benchmarker.testSQL()
+    }
     func testTimestamp() throws { try self.benchmarker.testTimestamp() }
     func testTransaction() throws { try self.benchmarker.testTransaction() }
     func testUnique() throws { try self.benchmarker.testUnique() }

@@ -36,5 +36,8 @@ final class SQLKitBenchmarkTests: XCTestCase {
         try await benchmarker.testUpserts()
     }
     func testUnions() async throws { try await benchmarker.testUnions() }
-    func testJSONPaths() async throws { try await benchmarker.testJSONPaths() }
+    func testJSONPaths() async throws {
+        try skipUnlessSupported(.jsonFunctions)
+        try await benchmarker.testJSONPaths()
+    }
 }
