@@ -16,6 +16,12 @@ import SQLKit
 /// ```
 public struct EncryptedSQLiteDialect: SQLDialect {
     /// A SQL feature that SQLite added in some version, which SQLKit or Fluent may generate.
+    ///
+    /// ```swift
+    /// if !EncryptedSQLiteDialect().supports(.dropColumn) {
+    ///     print(EncryptedSQLiteDialect.Feature.dropColumn.name, "needs SQLite", EncryptedSQLiteDialect.Feature.dropColumn.since)
+    /// }
+    /// ```
     public struct Feature: Sendable, Equatable {
         /// Its name in SQLite's documentation, e.g. `RETURNING`.
         public let name: String
