@@ -28,7 +28,7 @@ arguments=""
 status=0
 # The example HTTP service's load test runs on the host's engine only unless LOADTEST_SQLCIPHER4=1: its first
 # build (Hummingbird, SwiftNIO) would add minutes inside the root too (Examples/NotesServer/README.md).
-sqlcipher4_run "env $exchange TSAN=${TSAN:-0} LOADTEST=${LOADTEST_SQLCIPHER4:-0} TEST_UMASK= scripts/test.sh $arguments" || status=$?
+sqlcipher4_run "env $exchange TSAN=${TSAN:-0} FLUENT=${FLUENT:-1} LOADTEST=${LOADTEST_SQLCIPHER4:-0} TEST_UMASK= scripts/test.sh $arguments" || status=$?
 if [ -d "$clone/.build/engine-exchange/out" ]; then
   rm -rf "$repo/.build/engine-exchange/from-sqlcipher4" && mkdir -p "$repo/.build/engine-exchange"
   cp -a "$clone/.build/engine-exchange/out" "$repo/.build/engine-exchange/from-sqlcipher4"

@@ -13,6 +13,9 @@
 #   TSAN=0            no ThreadSanitizer run
 #   LOADTEST=0        no load test of the example HTTP service (scripts/load-test.sh --ci); the SQLCipher 4
 #                     run skips it unless LOADTEST_SQLCIPHER4=1 (scripts/sqlcipher4-check.sh)
+#   FLUENT=0          no Fluent driver phases (Integrations/FluentEncryptedSQLite, its own package: FluentKit,
+#                     SQLKit, SwiftNIO; a first build takes minutes): FluentBenchmarker and SQLKitBenchmark
+#                     against the driver on this machine's engine, and in the SQLCipher 4 run on 4.6.1
 #   TEST_UMASK=…      the umask of the "every test" phase (default 077; empty: the caller's umask,
 #                     as scripts/sqlcipher4-check.sh sets for the SQLCipher 4 run)
 #   SQLCIPHER4=0      on Debian 12, no SQLCipher 4 run (it then says that SQLCipher 4 was not tested)
@@ -90,6 +93,14 @@ host_suite() {
     # an HTTP error or an acknowledged write missing under the newest key, never on timings.
     phase "SQLCipher $engine: HTTP service under load and rotation (scripts/load-test.sh --ci)" scripts/load-test.sh --ci
   fi
+  if [ "${FLUENT:-1}" != 0 ]; then
+    # The Fluent driver: every FluentBenchmarker test fluent-sqlite-driver 4.9.0 runs, SQLKitBenchmark's
+    # suite and the driver's own tests, on real encrypted files; on SQLCipher 3.4.1 (SQLite 3.15.2) a
+    # test is skipped only for a SQLite feature that engine lacks, named in the skip.
+    phase "SQLCipher $engine: Fluent driver: build" swift build --build-tests --package-path Integrations/FluentEncryptedSQLite
+    phase "SQLCipher $engine: Fluent driver: FluentBenchmarker and SQLKitBenchmark" \
+      "${suite_time_limit[@]}" swift test --skip-build --package-path Integrations/FluentEncryptedSQLite
+  fi
   if [ "${TSAN:-1}" != 0 ]; then
     # The suites whose code shares state between threads: the reader pool, transactions, the page
     # re-encryption's workers and write-behind syncs, following a rotation made elsewhere, group commit,
@@ -125,7 +136,7 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
   echo "== the SQLCipher 4 run needs root (debootstrap, chroot, mount): asking sudo now"
   sudo -v
-  as_root=(sudo env "CI=${CI:-}" "TSAN=${TSAN:-}" "SQLCIPHER4_INTEROP_OPTIONAL=${SQLCIPHER4_INTEROP_OPTIONAL:-}" "LOADTEST_SQLCIPHER4=${LOADTEST_SQLCIPHER4:-}")
+  as_root=(sudo env "CI=${CI:-}" "TSAN=${TSAN:-}" "FLUENT=${FLUENT:-}" "SQLCIPHER4_INTEROP_OPTIONAL=${SQLCIPHER4_INTEROP_OPTIONAL:-}" "LOADTEST_SQLCIPHER4=${LOADTEST_SQLCIPHER4:-}")
   [ -n "${SQLCIPHER4_ROOT:-}" ] && as_root+=("SQLCIPHER4_ROOT=$SQLCIPHER4_ROOT")
 fi
 
