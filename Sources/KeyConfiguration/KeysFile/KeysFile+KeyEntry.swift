@@ -23,9 +23,8 @@ extension KeysFile {
         if (key.wrappedBy == nil) != (key.wrappedKey == nil) {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key needs both wrapped_by (the key-encryption key's id) and wrapped_key (the value in base64)")
         }
-        let sources = key.presentSources
-        guard sources.count == 1 else {
-            throw .keySourceCount(keyID: key.id, database: database, sources: sources, keysFile: keysFile)
+        guard key.presentSourceCount == 1 else {
+            throw .keySourceCount(keyID: key.id, database: database, sources: key.presentSources, keysFile: keysFile)
         }
         if key.format != nil && key.env == nil && key.file == nil && key.credential == nil {
             throw .keysFileInvalid(path: keysFile, location: location, problem: "format applies to env, file and credential keys only")

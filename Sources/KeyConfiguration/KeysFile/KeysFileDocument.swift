@@ -13,10 +13,17 @@ struct DocumentPath {
     private enum Part { case field(String), item(Int) }
     /// Written out only for a message (a fleet's file has a path for each of its entries).
     private var parts: [Part] = []
+    /// A last list index not yet in `parts`: the path of each of a list's items is then the
+    /// list's path and a number, with no array made for it.
+    private var lastItem: Int?
 
     /// The path of field `name` of the mapping here.
     func field(_ name: String) -> DocumentPath {
         var path = self
+        if let index = path.lastItem {
+            path.parts.append(.item(index))
+            path.lastItem = nil
+        }
         path.parts.append(.field(name))
         return path
     }
@@ -24,15 +31,16 @@ struct DocumentPath {
     /// The path of item `index` of the list here.
     func item(_ index: Int) -> DocumentPath {
         var path = self
-        path.parts.append(.item(index))
+        if let previous = path.lastItem { path.parts.append(.item(previous)) }
+        path.lastItem = index
         return path
     }
 
     /// The path as messages show it.
     var location: String {
-        guard !parts.isEmpty else { return "the top level" }
+        guard !parts.isEmpty || lastItem != nil else { return "the top level" }
         var text = ""
-        for part in parts {
+        for part in parts + (lastItem.map { [Part.item($0)] } ?? []) {
             switch part {
             case .field(let name): text += text.isEmpty ? name : ".\(name)"
             case .item(let index): text += "[\(index)]"
@@ -63,7 +71,9 @@ struct FieldReader {
         var values: [Node] = []
         names.reserveCapacity(mapping.count)
         values.reserveCapacity(mapping.count)
-        for (key, value) in mapping {
+        // By index: iterating a Node.Mapping copies its pairs into a new array first.
+        for index in mapping.indices {
+            let (key, value) = mapping[index]
             let name = key.scalar?.string ?? ""
             guard key.scalar != nil, allowed.contains(name) else {
                 throw .unknownField(path: "", location: path.location, field: KeyConfigurationError.shownFieldName(name, allowed: allowed), allowed: allowed)
@@ -123,14 +133,14 @@ struct FieldReader {
     }
 
     /// A list field's items, or `nil` when it is absent or null.
-    func list(_ name: String) throws(KeyConfigurationError) -> [Node]? {
+    func list(_ name: String) throws(KeyConfigurationError) -> Node.Sequence? {
         guard let node = node(name) else { return nil }
         guard case .sequence(let sequence) = node else { throw invalid(name, "expected a list") }
-        return Array(sequence)
+        return sequence
     }
 
     /// A list field that must be there.
-    func requiredList(_ name: String) throws(KeyConfigurationError) -> [Node] {
+    func requiredList(_ name: String) throws(KeyConfigurationError) -> Node.Sequence {
         guard let items = try list(name) else { throw missing(name) }
         return items
     }
@@ -166,18 +176,25 @@ struct KeysFileDocument {
         }
         let fields = try FieldReader(root, at: DocumentPath(), allowed: ["key_encryption_keys", "databases"])
         var keks: [KeyEncryptionKeyDocument] = []
-        for (index, node) in (try fields.list("key_encryption_keys") ?? []).enumerated() {
-            keks.append(try KeyEncryptionKeyDocument(node, at: fields.path.field("key_encryption_keys").item(index)))
+        if let list = try fields.list("key_encryption_keys") {
+            let listPath = fields.path.field("key_encryption_keys")
+            for (index, node) in list.enumerated() {
+                keks.append(try KeyEncryptionKeyDocument(node, at: listPath.item(index)))
+            }
         }
+        let list = try fields.requiredList("databases")
+        let listPath = fields.path.field("databases")
         var databases: [DatabaseDocument] = []
-        for (index, node) in try fields.requiredList("databases").enumerated() {
-            databases.append(try DatabaseDocument(node, at: fields.path.field("databases").item(index)))
+        databases.reserveCapacity(list.count)
+        for (index, node) in list.enumerated() {
+            databases.append(try DatabaseDocument(node, at: listPath.item(index)))
         }
         keyEncryptionKeys = keks
         self.databases = databases
         if case .mapping(let mapping) = root {
             layout.topLevelIsBlockMapping = mapping.style != .flow
-            for (key, value) in mapping {
+            for index in mapping.indices {
+                let (key, value) = mapping[index]
                 guard case .scalar(let name) = key, let mark = name.mark else { continue }
                 if name.string == "databases" { layout.databasesKey = (mark.line, mark.column) }
                 if name.string == "key_encryption_keys" {
@@ -260,12 +277,18 @@ struct DatabaseDocument {
     let keys: [KeyDocument]
     let maxKeyAgeDays: Int?
 
+    /// The fields a database entry may have (made once, not for each of a fleet's entries).
+    static let fields = ["path", "keys", "max_key_age_days"]
+
     init(_ node: Node, at location: DocumentPath) throws(KeyConfigurationError) {
-        let fields = try FieldReader(node, at: location, allowed: ["path", "keys", "max_key_age_days"])
+        let fields = try FieldReader(node, at: location, allowed: Self.fields)
         path = try fields.requiredString("path")
+        let list = try fields.requiredList("keys")
+        let listPath = location.field("keys")
         var keys: [KeyDocument] = []
-        for (index, node) in try fields.requiredList("keys").enumerated() {
-            keys.append(try KeyDocument(node, at: location.field("keys").item(index)))
+        keys.reserveCapacity(list.count)
+        for (index, node) in list.enumerated() {
+            keys.append(try KeyDocument(node, at: listPath.item(index)))
         }
         self.keys = keys
         maxKeyAgeDays = try fields.int("max_key_age_days")
@@ -283,10 +306,13 @@ struct KeyDocument {
     /// Where the `wrapped_by:` and `wrapped_key:` values are, when both are scalars.
     let wrappedPlaces: KeysFileLayout.WrappedPlaces?
 
+    /// The fields a key entry may have (made once, not for each of a fleet's keys).
+    static let fields = [
+        "id", "passphrase", "hex", "env", "file", "credential", "wrapped_by", "wrapped_key", "format", "plaintext", "cipher", "legacy", "created",
+    ]
+
     init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
-        let fields = try FieldReader(node, at: path, allowed: [
-            "id", "passphrase", "hex", "env", "file", "credential", "wrapped_by", "wrapped_key", "format", "plaintext", "cipher", "legacy", "created",
-        ])
+        let fields = try FieldReader(node, at: path, allowed: Self.fields)
         id = try fields.requiredString("id")
         passphrase = try fields.string("passphrase")
         hex = try fields.string("hex")
@@ -312,6 +338,13 @@ struct KeyDocument {
     var presentSources: [String] {
         [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file), ("credential", credential), ("wrapped_key", wrappedKey)]
             .compactMap { $0.1 == nil ? nil : $0.0 } + (plaintext == true ? ["plaintext"] : [])
+    }
+
+    /// How many sources this entry gives: `presentSources.count`, without making the list.
+    var presentSourceCount: Int {
+        var count = plaintext == true ? 1 : 0
+        for source in [passphrase, hex, env, file, credential, wrappedKey] where source != nil { count += 1 }
+        return count
     }
 }
 

@@ -27,7 +27,8 @@ extension Finder {
             var pairs: [(Node, Node)] = []
             pairs.reserveCapacity(mapping.count)
             var escapedKey = false
-            for (key, value) in mapping {
+            for index in mapping.indices {
+                let (key, value) = mapping[index]
                 // An escape masks as `\a`: keys that differ in the masked copy may be equal text.
                 if case .scalar(let scalar) = key, scalar.string.utf8.contains(7) { escapedKey = true }
                 pairs.append((try unmasked(key, placeholders: placeholders), try unmasked(value, placeholders: placeholders)))
@@ -70,19 +71,27 @@ extension Finder {
             if position + 1 < masked.count, masked[position] == UInt8(ascii: "\r"), masked[position + 1] == UInt8(ascii: "\n") { position += 1 }
             position += 1
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.count)
-        for byte in text {
-            if KeysFileSecrets.isKept(byte) {
-                bytes.append(byte)
-                continue
+        // Written straight into the string's storage (no byte array in between); the masked copy
+        // has the file's length, so each masked letter's file byte is at the same offset.
+        var readable = true
+        let unmaskedText = String(unsafeUninitializedCapacity: text.count) { buffer in
+            var count = 0
+            for byte in text {
+                if KeysFileSecrets.isKept(byte) {
+                    buffer[count] = byte
+                    count += 1
+                    continue
+                }
+                while position < masked.count, KeysFileSecrets.isKept(masked[position]) { position += 1 }
+                guard position < masked.count, masked[position] == byte else { readable = false; return 0 }
+                buffer[count] = file[position]
+                count += 1
+                position += 1
             }
-            while position < masked.count, KeysFileSecrets.isKept(masked[position]) { position += 1 }
-            guard position < masked.count, masked[position] == byte else { throw unreadable(scalar) }
-            bytes.append(file[position])
-            position += 1
+            return count
         }
-        return Node.Scalar(String(decoding: bytes, as: UTF8.self), scalar.tag, scalar.style, scalar.mark)
+        guard readable else { throw unreadable(scalar) }
+        return Node.Scalar(unmaskedText, scalar.tag, scalar.style, scalar.mark)
     }
 
     /// The duplicate-key check of the composer, again on the keys' own text, as Yams words it.

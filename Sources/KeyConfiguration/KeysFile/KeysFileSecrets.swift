@@ -74,7 +74,10 @@ struct KeysFileSecrets {
     var holdsMaterial: Bool { !values.isEmpty }
 
     private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var iterator = bytes.makeIterator()
+        // ASCII eight bytes at a time; the decoder takes over from the first word that is not.
+        var ascii = 0
+        while ascii + 8 <= bytes.count, bytes.loadUnaligned(fromByteOffset: ascii, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { ascii += 8 }
+        var iterator = UnsafeRawBufferPointer(rebasing: bytes[ascii...]).makeIterator()
         var decoder = UTF8()
         while true {
             switch decoder.decode(&iterator) {
@@ -125,10 +128,13 @@ struct Finder {
         case .scalar, .alias:
             return
         case .sequence(let sequence):
-            for element in sequence { try visit(element, inFlow: inFlow || opensFlow(sequence.mark)) }
+            let flow = inFlow || opensFlow(sequence.mark)
+            for element in sequence { try visit(element, inFlow: flow) }
         case .mapping(let mapping):
             let flow = inFlow || opensFlow(mapping.mark)
-            for (key, value) in mapping {
+            // By index: iterating a Node.Mapping copies its pairs into a new array first.
+            for index in mapping.indices {
+                let (key, value) = mapping[index]
                 try visit(key, inFlow: flow)
                 // A plain key is a secret field only if it masked like one; a quoted key is read.
                 if case .scalar(let keyScalar) = key, case .scalar(let valueScalar) = value, !isNull(valueScalar),
