@@ -76,7 +76,7 @@ unfinished_tests() {  # unfinished_tests <log>: the tests the log shows started 
   ' "$1"
 }
 # A hung test fails the phase with what was running instead of outlasting CI (SUITE_TIME_LIMIT above).
-suite_time_limit=(timeout --signal=QUIT --kill-after=60 "${SUITE_TIME_LIMIT:-1500}")
+suite_time_limit=(timeout --signal=QUIT --kill-after=300 "${SUITE_TIME_LIMIT:-1500}")
 host_suite() {
   phase "SQLCipher $engine: build" swift build --build-tests
   local test_umask=${TEST_UMASK-077}

@@ -18,24 +18,28 @@ struct ServiceAPITests {
     final class WriterHolder: Sendable {
         private let released = DispatchSemaphore(value: 0)
         private let ended = DispatchSemaphore(value: 0)
+        private let guardFired = Locked(false)
 
         init(_ database: EncryptedDatabase) {
             let started = DispatchSemaphore(value: 0)
-            let released = self.released, ended = self.ended
+            let released = self.released, ended = self.ended, guardFired = self.guardFired
             Thread {
                 try? database.write { _ in
                     started.signal()
                     // A hang guard only (a library that ignores its limits would otherwise hang the
-                    // suite): the test releases the writer long before.
-                    _ = released.wait(timeout: .now() + 30)
+                    // suite): the test releases the writer long before, and `release()` fails the
+                    // test when the guard let it go instead.
+                    if released.wait(timeout: .now() + 300) == .timedOut { guardFired.withLock { $0 = true } }
                 }
                 ended.signal()
             }.start()
             started.wait()
         }
 
-        /// Lets the writer go and waits until the holding write returned.
-        func release() async {
+        /// Lets the writer go and waits until the holding write returned; records an issue when
+        /// the hang guard had let it go first (every expectation made while it was "held" is void).
+        func release(sourceLocation: SourceLocation = #_sourceLocation) async {
+            #expect(!guardFired.withLock { $0 }, "the writer holder's hang guard (300 s) let the writer go before the test did", sourceLocation: sourceLocation)
             released.signal()
             let ended = self.ended
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -355,7 +359,7 @@ struct ServiceAPITests {
         RotationFollower.afterCopyStep.withLock { hook in
             hook = { stepped in
                 guard stepped == path else { return }
-                let deadline = ContinuousClock.now + .seconds(60)   // a hang guard only
+                let deadline = ContinuousClock.now + .seconds(300)   // a hang guard only
                 while rotationBox.withLock({ $0 })?.isCancelled != true && ContinuousClock.now < deadline { usleep(1000) }
             }
         }

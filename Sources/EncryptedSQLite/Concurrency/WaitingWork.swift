@@ -51,7 +51,7 @@ final class WaitingWork: Sendable {
         let nanoseconds = max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
         // Weak: work that ended is not kept for the rest of the limit; a timer that fires after
         // the work started does nothing.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in self?.giveUp(error()) }
+        BlockingWork.timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in self?.giveUp(error()) }
     }
 
     /// On the connection's thread: `true` when the work may run now (it was not given up); the

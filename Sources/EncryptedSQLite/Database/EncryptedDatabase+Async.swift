@@ -30,7 +30,7 @@ extension EncryptedDatabase {
             return value
         }
         if readers == nil {
-            return try await runWaiting(on: writer.queue, limit: follower.options.writerWaitLimit) { waiting in
+            return try await runWaiting(on: .writer(writer.queue), limit: follower.options.writerWaitLimit) { waiting in
                 try self.performRead { db in
                     try waiting.mustStart()
                     return try body(db)
@@ -79,10 +79,24 @@ extension EncryptedDatabase {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try checkOpen()
         checkNotHoldingWriter("writeWithoutTransaction")
-        return try await runWaiting(on: writer.queue, limit: follower.options.writerWaitLimit) { waiting in
+        return try await runWaiting(on: .writer(writer.queue), limit: follower.options.writerWaitLimit) { waiting in
             try self.performWriteWithoutTransaction { db in
                 try waiting.mustStart()
                 return try body(db)
+            }
+        }
+    }
+
+    /// Where ``runWaiting(on:limit:_:)`` runs its access: the writer's serial queue, or a thread of
+    /// the database's blocking work (a pooled read).
+    enum WorkQueue {
+        case writer(DispatchQueue)
+        case blocking(BlockingWork)
+
+        func async(_ work: @escaping @Sendable () -> Void) {
+            switch self {
+            case .writer(let queue): queue.async(execute: work)
+            case .blocking(let blocking): blocking.async(work)
             }
         }
     }
@@ -91,7 +105,7 @@ extension EncryptedDatabase {
     /// cancelled. `access` calls `mustStart()` once it holds its connection (inside the access's
     /// closure), so the wait covers the writer's lock too (a rotation on another thread holds
     /// it); the caller's closure never runs when the wait ended first.
-    func runWaiting<T: Sendable>(on queue: DispatchQueue, limit: Duration?, _ access: @escaping @Sendable (WaitingWork) throws -> T) async throws -> T {
+    func runWaiting<T: Sendable>(on queue: WorkQueue, limit: Duration?, _ access: @escaping @Sendable (WaitingWork) throws -> T) async throws -> T {
         let box = Locked<T?>(nil)
         try await WaitingWork.wait(limit: limit, expired: EncryptedDatabaseError.writerWaitExpired(path: self.path, waited: limit ?? .zero)) { waiting in
             queue.async {
@@ -181,7 +195,7 @@ extension EncryptedDatabase {
     /// the unchecked one, ThreadSanitizer reports the resumption and the task's own frame as a data
     /// race (it does not see the runtime's ordering between them), and the CI's ThreadSanitizer
     /// phase must stay clean.
-    private func run<T: Sendable>(on queue: DispatchQueue, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+    private func run<T: Sendable>(on queue: BlockingWork, _ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try work() }) }
         }

@@ -16,19 +16,16 @@ extension EncryptedDatabase {
     /// Calling it again waits for nothing and returns.
     public func close() async {
         guard beginClosing() else { return }
+        // The rotation is told first: its copy stops at its next step while the queued work runs.
+        let rotation = cancelBackgroundRotation()
         // Every write queued before the flag was set is on the serial writer queue, and every
-        // async read waiting for a pooled reader on the database queue: a barrier behind each
-        // waits for them.
+        // async read waiting for a pooled reader is blocking work of the database: a barrier
+        // behind the one and a drain of the other wait for them.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             writer.queue.async { continuation.resume() }
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async(flags: .barrier) { continuation.resume() }
-        }
-        if let rotation = backgroundRotation, !rotation.state.isFinal {
-            rotation.cancel()
-            _ = try? await rotation.result()
-        }
+        await queue.drained()
+        if let rotation { _ = try? await rotation.result() }
         closeConnections()
         leaveStepAsideProtocol()
     }
@@ -38,10 +35,10 @@ extension EncryptedDatabase {
     @available(*, noasync, message: "in async code, call `await close()`")
     public func close() {
         guard beginClosing() else { return }
+        let rotation = cancelBackgroundRotation()
         writer.queue.sync {}
-        queue.sync(flags: .barrier) {}
-        if let rotation = backgroundRotation, !rotation.state.isFinal {
-            rotation.cancel()
+        queue.waitUntilDrained()
+        if let rotation {
             let ended = DispatchSemaphore(value: 0)
             Task.detached {
                 _ = try? await rotation.result()
@@ -59,6 +56,13 @@ extension EncryptedDatabase {
     /// process holds on that file.
     private func leaveStepAsideProtocol() {
         follower.stepAside?.leave()
+    }
+
+    /// Cancels the background rotation that is still running, and returns it to be waited for.
+    private func cancelBackgroundRotation() -> BackgroundRotation? {
+        guard let rotation = backgroundRotation, !rotation.state.isFinal else { return nil }
+        rotation.cancel()
+        return rotation
     }
 
     /// `true` for the first call: the database is closing from now on.

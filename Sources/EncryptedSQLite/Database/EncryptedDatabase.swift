@@ -46,8 +46,9 @@ public final class EncryptedDatabase: Sendable {
     let reentrancy = ReentrancyGuard()
     /// `true` once ``close()`` was called: every new call throws ``EncryptedDatabaseError/closed(path:)``.
     let closing = Locked(false)
-    /// Runs the async overloads' pooled reads that must wait for a reader, off the cooperative pool.
-    let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase", attributes: .concurrent)
+    /// Runs the async overloads' work that may block (a pooled read waiting for a reader, an async
+    /// rotation) off the cooperative pool and off Dispatch's rationed global threads.
+    let queue = BlockingWork(label: "EncryptedSQLite.EncryptedDatabase")
 
     /// The open every public initializer runs (EncryptedDatabase+Opening.swift).
     init(path: String, source: KeyListSource, options: OpenOptions, migrator: DatabaseMigrator?) throws(EncryptedDatabaseError) {

@@ -77,7 +77,7 @@ final class StepAsideWatcher: @unchecked Sendable {
             return !busy
         }
         guard claimed else { return }
-        DispatchQueue.global().async {
+        BlockingWork.detached(label: "EncryptedSQLite.stepAside") {
             try? database.stepAsideIfAsked()
             entry.busy.withLock { $0 = false }
         }
