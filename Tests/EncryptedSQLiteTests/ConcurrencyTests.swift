@@ -76,17 +76,17 @@ struct ConcurrencyTests {
         let firstInside = DispatchSemaphore(value: 0)
         let firstDone = DispatchSemaphore(value: 0)
         let overlapped = Locked(false)
-        DispatchQueue.global().async {
+        OwnThread.start {
             _ = try? shared.database.read { _ in
                 firstInside.signal()
-                overlapped.withLock { $0 = secondRan.wait(timeout: .now() + 10) == .success }
+                overlapped.withLock { $0 = secondRan.wait(timeout: .now() + 120) == .success }
             }
             firstDone.signal()
         }
-        #expect(firstInside.wait(timeout: .now() + 10) == .success, "the first read did not start")  // it holds a reader now
+        #expect(firstInside.wait(timeout: .now() + 120) == .success, "the first read did not start")  // it holds a reader now
         _ = try shared.database.read { db in try db.queryValue("SELECT 1", as: Int.self) }
         secondRan.signal()
-        #expect(firstDone.wait(timeout: .now() + 10) == .success)
+        #expect(firstDone.wait(timeout: .now() + 120) == .success)
         #expect(overlapped.withLock { $0 }, "the second read ran only after the first one gave its reader back")
     }
 

@@ -330,21 +330,21 @@ final class MatrixRun {
         guard combination.readers == .pool else { return }
         let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0), done = DispatchSemaphore(value: 0)
         let secondError = Locked<String?>(nil)
-        DispatchQueue.global().async {
+        OwnThread.start {
             do {
                 try database.read { _ in
                     entered.signal()
-                    _ = release.wait(timeout: .now() + 10)
+                    _ = release.wait(timeout: .now() + 120)
                 }
             } catch { secondError.withLock { $0 = "\(error)" } }
             done.signal()
         }
         let overlapped = try database.read { _ in
-            let saw = entered.wait(timeout: .now() + 10) == .success
+            let saw = entered.wait(timeout: .now() + 120) == .success
             release.signal()
             return saw
         }
-        _ = done.wait(timeout: .now() + 20)
+        _ = done.wait(timeout: .now() + 120)
         #expect(overlapped, "two reads overlap on the pool")
         #expect(secondError.withLock { $0 } == nil, "\(secondError.withLock { $0 } ?? "")")
     }

@@ -37,22 +37,22 @@ struct ConnectionSetupTests {
         let secondRan = DispatchSemaphore(value: 0)
         let firstDone = DispatchSemaphore(value: 0)
         let first = ResultBox()
-        DispatchQueue.global().async {
+        OwnThread.start {
             first.set(Result {
                 try database.read { db in
                     let value = try db.queryValue(sql, as: String.self)
                     firstInside.signal()
-                    _ = secondRan.wait(timeout: .now() + 10)
+                    _ = secondRan.wait(timeout: .now() + 120)
                     return value
                 }
             })
             firstInside.signal()  // in case the read failed before it got inside
             firstDone.signal()
         }
-        #expect(firstInside.wait(timeout: .now() + 10) == .success)
+        #expect(firstInside.wait(timeout: .now() + 120) == .success)
         let second = Result { try database.read { db in try db.queryValue(sql, as: String.self) } }
         secondRan.signal()
-        #expect(firstDone.wait(timeout: .now() + 10) == .success)
+        #expect(firstDone.wait(timeout: .now() + 120) == .success)
         return [try first.get(), try second.get()]
     }
 

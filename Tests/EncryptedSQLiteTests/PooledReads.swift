@@ -20,7 +20,9 @@ enum PooledReads {
         let results = Locked<[Result<T, any Error>]>([])
         let group = DispatchGroup()
         for _ in 0..<count {
-            DispatchQueue.global().async(group: group) {
+            group.enter()
+            OwnThread.start {
+                defer { group.leave() }
                 let result = Result {
                     try database.read { db in
                         defer { entered.signal(); release.wait() }
@@ -32,7 +34,7 @@ enum PooledReads {
             }
         }
         var arrived = 0
-        while arrived < count, entered.wait(timeout: .now() + 20) == .success { arrived += 1 }
+        while arrived < count, entered.wait(timeout: .now() + 120) == .success { arrived += 1 }
         var heldError: (any Error)?
         if arrived == count {
             do { try whileHeld() } catch { heldError = error }

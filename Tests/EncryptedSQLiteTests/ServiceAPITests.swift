@@ -234,9 +234,12 @@ struct ServiceAPITests {
             return
         }
         // The rotation holds the writer and the file now, for as long as the test keeps it there.
-        // A hang guard only: a library that ignored the limit would wait here for the release.
+        // A hang guard only: a library that ignored the limit would wait here for the release. When
+        // it fires the test fails (its expectations were made with the file no longer held).
+        let guardFired = Locked(false)
         let hangGuard = Task {
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .seconds(300))
+            guardFired.withLock { $0 = true }
             pause.release()
         }
         defer { hangGuard.cancel() }
@@ -250,6 +253,7 @@ struct ServiceAPITests {
         let probe = await database.probe(waitingAtMost: .milliseconds(100))
         #expect(probe.status == .busy, "\(probe)")
         #expect(probe.keyID == "old" && probe.currentKeyID == "new" && probe.needsRotation)
+        #expect(!guardFired.withLock { $0 }, "the hang guard (300 s) released the rotation before the test did")
         pause.release()
         #expect(try await rotation.value == "new")
         try await database.write { db in try db.execute("INSERT INTO t(note) VALUES ('after')") }

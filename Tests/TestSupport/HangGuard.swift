@@ -17,6 +17,7 @@ public final class HangGuard: @unchecked Sendable {
     private let lock = NSLock()
     // Only touched with `lock` held.
     private var ended = false
+    private static let timers = DispatchQueue(label: "HangGuard.timers")
     private var fired = false
 
     /// Arms the guard for a started `process`.
@@ -26,8 +27,9 @@ public final class HangGuard: @unchecked Sendable {
         // Weak: a guard (and with it the process, its pipes and their descriptors) must not live
         // on for the whole limit after its caller is done; kept alive, each process run held its
         // pipes' descriptors for 310 s, thousands at a time in a full run.
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in self?.signal(SIGQUIT) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds + 10) { [weak self] in self?.signal(SIGKILL) }
+        // A serial queue: its timers fire on time while the global queues are busy or blocked.
+        Self.timers.asyncAfter(deadline: .now() + seconds) { [weak self] in self?.signal(SIGQUIT) }
+        Self.timers.asyncAfter(deadline: .now() + seconds + 10) { [weak self] in self?.signal(SIGKILL) }
     }
 
     private func signal(_ number: Int32) {

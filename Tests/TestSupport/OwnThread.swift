@@ -20,4 +20,12 @@ public enum OwnThread {
             Thread { continuation.resume(with: Result { try work() }) }.start()
         }
     }
+
+    /// Starts `work` on a new thread and returns at once: for a test's own blocking helper (a
+    /// read held open), which must not take a thread of the global Dispatch queue. On Linux that
+    /// queue is the cooperative pool: blocked there, it delayed the tests' own tasks by tens of
+    /// seconds in loaded CI runs.
+    public static func start(_ work: @escaping @Sendable () -> Void) {
+        Thread { work() }.start()
+    }
 }
