@@ -242,9 +242,9 @@ struct BackgroundRotationTests {
         // Past 20 commits the hook stops writing, so that a copy that never notices its restarts
         // ends (and the test fails) instead of running forever.
         let commits = Locked<[Int]>([])
-        RotationFollower.afterCopyStep.withLock { hook in
-            hook = { stepped in
-                guard stepped == path, commits.withLock({ $0.count }) < 20 else { return }
+        RotationFollower.afterCopyStep.withLock { hooks in
+            hooks[path] = {
+                guard commits.withLock({ $0.count }) < 20 else { return }
                 do {
                     let other = try Connection(path: path, access: .readWrite, key: old.cipherKey, busyTimeout: .seconds(30))
                     defer { other.close() }
@@ -258,7 +258,7 @@ struct BackgroundRotationTests {
                 }
             }
         }
-        defer { RotationFollower.afterCopyStep.withLock { $0 = nil } }
+        defer { RotationFollower.afterCopyStep.withLock { $0[path] = nil } }
 
         var options = OpenOptions()
         options.backgroundRotation = true

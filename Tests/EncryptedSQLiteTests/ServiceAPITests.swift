@@ -349,8 +349,8 @@ struct ServiceAPITests {
         #expect(stored.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "5")
     }
 
-    @Test("close() during a background rotation cancels it: close returns, the file stays on its old key with every row, and the next open rotates it")
-    func closeDuringBackgroundRotation() async throws {
+    @Test("close() during a background rotation cancels it: close returns, the file stays on its old key with every row, and the next open rotates it (async close, and the blocking one on a thread)", arguments: [false, true])
+    func closeDuringBackgroundRotation(blocking: Bool) async throws {
         let directory = TemporaryDirectory("close")
         let path = directory.file("db.sqlite")
         let oldHex = TestKeys.hex()
@@ -360,21 +360,24 @@ struct ServiceAPITests {
         // The copy's first step waits on the rotation's thread until close() cancelled it: the
         // order comes from the hook, not from the copy's speed.
         let rotationBox = Locked<BackgroundRotation?>(nil)
-        RotationFollower.afterCopyStep.withLock { hook in
-            hook = { stepped in
-                guard stepped == path else { return }
+        RotationFollower.afterCopyStep.withLock { hooks in
+            hooks[path] = {
                 let deadline = ContinuousClock.now + .seconds(300)   // a hang guard only
                 while rotationBox.withLock({ $0 })?.isCancelled != true && ContinuousClock.now < deadline { usleep(1000) }
             }
         }
-        defer { RotationFollower.afterCopyStep.withLock { $0 = nil } }
+        defer { RotationFollower.afterCopyStep.withLock { $0[path] = nil } }
         let keys = try KeyList(database: path, keys: [old, new])
         var options = OpenOptions(backgroundRotation: true)
         options.concurrentReaders = 2
         let database = try EncryptedDatabase(path: path, keys: keys, options: options)
         let rotation = try #require(database.backgroundRotation)
         rotationBox.withLock { $0 = rotation }
-        await database.close()
+        if blocking {
+            try await OwnThread.run { database.close() }
+        } else {
+            await database.close()
+        }
         guard case .abandoned = rotation.state else {
             Issue.record("the rotation was not abandoned: \(rotation.state)")
             return

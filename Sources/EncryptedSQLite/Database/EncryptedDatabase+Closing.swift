@@ -38,14 +38,7 @@ extension EncryptedDatabase {
         let rotation = cancelBackgroundRotation()
         writer.queue.sync {}
         queue.waitUntilDrained()
-        if let rotation {
-            let ended = DispatchSemaphore(value: 0)
-            Task.detached {
-                _ = try? await rotation.result()
-                ended.signal()
-            }
-            ended.wait()
-        }
+        rotation?.waitUntilEnded()
         closeConnections()
         leaveStepAsideProtocol()
     }

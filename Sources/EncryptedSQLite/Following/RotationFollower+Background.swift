@@ -95,10 +95,10 @@ extension RotationFollower {
         "the background copy could not read the database (\(detail)); the ordinary rotation runs on a new connection"
     }
 
-    /// For tests: called on the rotation's thread with the database's path after each step of
-    /// the copy that did not end it, without the writer's lock (a test writes through another
-    /// connection there, so that the next step starts over). Nothing in production.
-    static let afterCopyStep = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// For tests, by database path (tests run in parallel): called on the rotation's thread after
+    /// each step of the copy that did not end it, without the writer's lock (a test writes through
+    /// another connection there, so that the next step starts over). Empty in production.
+    static let afterCopyStep = Locked<[String: @Sendable () -> Void]>([:])
 
     /// The background thread's work: copy in steps, then swap (or fall back).
     private func runBackgroundRotation(_ rotation: BackgroundRotation, keys: KeyList) {
@@ -238,7 +238,7 @@ extension RotationFollower {
                     }
                     return fallBack(rotation, keys: keys, reason: "another process writes the file (the copy started over \(copy.restarts) times)")
                 }
-                Self.afterCopyStep.withLock { $0 }?(path)
+                Self.afterCopyStep.withLock { $0[path] }?()
                 remaining = left
                 if unflushed >= Self.flushBytes {
                     try copy.synchronize()

@@ -45,6 +45,8 @@ public final class BackgroundRotation: Sendable {
     public let toKeyID: String
 
     private let shared = Locked(Shared())
+    /// Broadcast when the state becomes final: what a thread that is not a task waits on.
+    private let ending = NSCondition()
 
     private struct Shared {
         var state: State = .copying(BackgroundRotationProgress(copiedPages: 0, totalPages: 0, elapsed: .zero))
@@ -109,20 +111,30 @@ public final class BackgroundRotation: Sendable {
     /// Records a new state and tells the watchers (and, for a final state, the waiters). A final
     /// state is never replaced.
     func update(_ state: State) {
-        let (watchers, waiters): ([AsyncStream<State>.Continuation], [CheckedContinuation<RotationReport, any Error>]) = shared.withLock { shared in
-            guard !shared.state.isFinal else { return ([], []) }
+        let (watchers, waiters, ended): ([AsyncStream<State>.Continuation], [CheckedContinuation<RotationReport, any Error>], Bool) = shared.withLock { shared in
+            guard !shared.state.isFinal else { return ([], [], false) }
             shared.state = state
             let watchers = Array(shared.watchers.values)
-            guard state.isFinal else { return (watchers, []) }
+            guard state.isFinal else { return (watchers, [], false) }
             shared.watchers.removeAll()
             defer { shared.waiters.removeAll() }
-            return (watchers, shared.waiters)
+            return (watchers, shared.waiters, true)
         }
         for watcher in watchers {
             watcher.yield(state)
             if state.isFinal { watcher.finish() }
         }
         for waiter in waiters { waiter.resume(with: outcome(of: state)) }
+        if ended { ending.withLock { ending.broadcast() } }
+    }
+
+    /// Blocks the calling thread until the rotation ended (finished, failed or abandoned): for
+    /// code that is not async (the sync `close()`), without a task that would need a thread of the
+    /// cooperative pool while this one blocks.
+    func waitUntilEnded() {
+        ending.withLock {
+            while !state.isFinal { ending.wait() }
+        }
     }
 
     private func outcome(of state: State) -> Result<RotationReport, any Error> {
