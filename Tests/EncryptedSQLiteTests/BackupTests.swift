@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("Encrypted backups")
+@Suite("Encrypted backups", .ownThread)
 struct BackupTests {
     let directory = TemporaryDirectory("backup")
 

@@ -8,7 +8,7 @@ import TestSupport
 /// a copy damaged between the copy and that check is refused, and nothing appears under the
 /// target's name. The copy reaches the file-operations seam (`FileOperations.written`) as the
 /// export path's does, where the independent shell spoils it.
-@Suite("Backup: verification before publishing")
+@Suite("Backup: verification before publishing", .ownThread)
 struct BackupVerificationTests {
     /// A database of 300 fixture rows made by the shell on a hex key, and an empty folder for the copy.
     struct Setup {

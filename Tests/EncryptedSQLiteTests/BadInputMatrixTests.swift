@@ -481,7 +481,7 @@ func checkMatrixOutcome(_ outcome: MatrixOutcome, against item: BadInputCase, se
     }
 }
 
-@Suite("Bad-input matrix: library and Keys file")
+@Suite("Bad-input matrix: library and Keys file", .ownThread)
 struct BadInputMatrixTests {
     @Test("each bad input: its own error kind, a message naming the file or key id with advice, no key material, nothing changed on disk",
           arguments: BadInputCatalog.cases(in: .library) + BadInputCatalog.cases(in: .keys))

@@ -50,19 +50,8 @@ struct BlockedDispatchTests {
         }
     }
 
-    /// Runs the test's own tasks on a serial queue: on Linux, Swift's global executor is the
-    /// global Dispatch queue this test blocks, so the test's code needs a thread of its own.
-    final class SerialQueueExecutor: TaskExecutor, @unchecked Sendable {
-        // @unchecked: the queue is thread-safe.
-        private let queue = DispatchQueue(label: "BlockedDispatchTests.executor")
-
-        func enqueue(_ job: consuming ExecutorJob) {
-            let job = UnownedJob(job)
-            let executor = asUnownedTaskExecutor()
-            queue.async { job.runSynchronously(on: executor) }
-        }
-    }
-
+    /// The test's own tasks run on a serial queue: on Linux, Swift's global executor is the global
+    /// Dispatch queue this test blocks.
     static let executor = SerialQueueExecutor()
 
     /// More blocked items than the global queue's threads for the whole test, by a margin of
@@ -115,5 +104,14 @@ struct BlockedDispatchTests {
         #expect(!blocker.release(), "close() or the read returned only once the blocked global threads were let go")
         await #expect(throws: EncryptedDatabaseError.closed(path: database.path)) { try await ServiceAPITests.notes(database) }
         #expect(runs.value == 0)
+    }
+}
+
+/// The trait that keeps blocking tests off the cooperative pool does move them.
+@Suite("TestSupport's ownThread trait", .ownThread)
+struct OwnThreadTraitTests {
+    @Test("a synchronous test of a suite with .ownThread runs on a serial queue of its own, not on a global queue")
+    func runsOnItsOwnQueue() {
+        #expect(DispatchQueue.getSpecific(key: SerialQueueExecutor.key) == true)
     }
 }

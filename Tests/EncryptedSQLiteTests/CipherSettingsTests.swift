@@ -38,7 +38,7 @@ let legacyAndCustomKinds: [ShellMadeKind] = [
 /// The page size of a file written with the linked engine's default format.
 let enginePageSize = SQLCipherEngine.linked.defaultGeneration == .sqlcipher4 ? "4096" : "1024"
 
-@Suite("Cipher settings, legacy files and settings changes")
+@Suite("Cipher settings, legacy files and settings changes", .ownThread)
 struct CipherSettingsTests {
     @Test("files with other settings open with a key that carries them, and are rewritten to the current key's settings",
           arguments: legacyAndCustomKinds)

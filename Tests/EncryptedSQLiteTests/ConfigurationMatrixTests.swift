@@ -9,7 +9,7 @@ import TestSupport
 /// user would check real files: with the library on fresh key lists and with the independent
 /// `sqlcipher` shell. A pairwise covering set by default; `MATRIX=full` for the full product.
 /// Combinations the engine refuses are checked for their error.
-@Suite("Configuration matrix: every feature with every file format")
+@Suite("Configuration matrix: every feature with every file format", .ownThread)
 struct ConfigurationMatrixTests {
     @Test("open, write, read (pool), rotate by every strategy, back up, health, follow a rotation made elsewhere",
           arguments: ConfigurationMatrix.selected)

@@ -6,7 +6,7 @@ import TestSupport
 /// 3.x-format files cross between SQLCipher 3.4.1 and SQLCipher 4 (``EngineExchange``): every run
 /// writes them, and `scripts/test.sh` hands them to the other engine's run, which opens them with
 /// its own `sqlcipher` shell and the library, and rotates them.
-@Suite("Cross-engine files (SQLCipher 3.4.1 ⇄ SQLCipher 4, 3.x format)")
+@Suite("Cross-engine files (SQLCipher 3.4.1 ⇄ SQLCipher 4, 3.x format)", .ownThread)
 struct CrossEngineTests {
     static let rows = 50
 

@@ -59,7 +59,7 @@ struct CreationSetup {
     }
 }
 
-@Suite("Database creation (temporary, flock, publish)")
+@Suite("Database creation (temporary, flock, publish)", .ownThread)
 struct DatabaseCreationTests {
     @Test("the new file opens with the current key only, mode 0600, empty, and no temporary is left; the temporary is named, locked and complete before it is linked")
     func creates() throws {

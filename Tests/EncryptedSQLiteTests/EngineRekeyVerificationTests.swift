@@ -11,7 +11,7 @@ enum VerifiedJournalMode: String, CaseIterable, Sendable {
     case rollback, wal
 }
 
-@Suite("Engine rekey verification: \"still on the old key\" is claimed from every page, not page 1 alone")
+@Suite("Engine rekey verification: \"still on the old key\" is claimed from every page, not page 1 alone", .ownThread)
 struct EngineRekeyVerificationTests {
     @Test("a file whose page 1 opens with the old key but whose later page is encrypted with another key is reported as partly rewritten (verificationFailed naming the file and both key ids, no key bytes, advice to restore and keep -journal/-wal), not as a rotation that changed nothing; the file is byte-identical after",
           arguments: VerifiedJournalMode.allCases, BadPage.allCases)

@@ -9,7 +9,7 @@ import TestSupport
 /// open would go on reading it and fail every write (SQLite's 1032, "database moved"), so the
 /// rename happens only once nobody else has the file open (``SoleUse``): otherwise the rotation
 /// refuses with a busy error and changes nothing.
-@Suite("The export path and other connections", .serialized)
+@Suite("The export path and other connections", .serialized, .ownThread)
 struct ExportSoleUseTests {
     static let rowCount = 30
 

@@ -27,7 +27,7 @@ enum CopyAlteration: String, CaseIterable, Sendable, CustomTestStringConvertible
     }
 }
 
-@Suite("Export path: verification of the new copy")
+@Suite("Export path: verification of the new copy", .ownThread)
 struct ExportVerificationTests {
     @Test("a copy that differs from the original's recorded facts is refused before the swap: a verification error, the original byte-identical, no temporary left",
           arguments: CopyAlteration.allCases)

@@ -9,7 +9,7 @@ import TestSupport
 /// `true` when the linked engine is SQLCipher 4 (its own format by default, every generation readable).
 private let onSQLCipher4 = SQLCipherEngine.linked.major >= 4
 
-@Suite("File formats: the engine's own format, every generation, settings the engine cannot apply")
+@Suite("File formats: the engine's own format, every generation, settings the engine cannot apply", .ownThread)
 struct FileFormatTests {
     @Test("a file the engine's own sqlcipher shell writes with its defaults (passphrase, 5,000 rows, user_version 7) opens with the current key of a 5-key list in one attempt, and rotates")
     func shellDefaultFile() throws {

@@ -12,7 +12,7 @@ private final class Counter: @unchecked Sendable {
     var all: [Int] { lock.withLock { values } }
 }
 
-@Suite("Fleet rotation (library API)")
+@Suite("Fleet rotation (library API)", .ownThread)
 struct FleetRotationTests {
     @Test("rotates many databases in-process with bounded parallelism; bad ones fail on their own; a second run finds the rest current")
     func inProcessFleet() throws {

@@ -11,7 +11,7 @@ import TestSupport
 /// was told, the file must end on the current key with every row it acknowledged, and the shell
 /// must have been told the right row count or "done", or a lock or key error, never that the file
 /// is damaged.
-@Suite("The sqlcipher shell writing while an open rotates the file, at every pause point", .serialized)
+@Suite("The sqlcipher shell writing while an open rotates the file, at every pause point", .serialized, .ownThread)
 struct ForeignWriterDuringRotationTests {
     @Test("every row the shell acknowledged is in the rotated file; the shell reads the right count or hears done, locked or not a database", arguments: StartupDuringRotationTests.cases)
     func everyPausePoint(_ scenario: StartupDuringRotationTests.Case) throws {

@@ -30,7 +30,7 @@ struct InspectedFolder {
     var heldSideFiles: [String] { wal ? ["-wal", "-shm"] : ["-journal"] }
 }
 
-@Suite("Read-only inspection leaves the folder as it found it")
+@Suite("Read-only inspection leaves the folder as it found it", .ownThread)
 struct InspectionSideFilesTests {
     @Test("check, state, dump and a decrypted copy leave no -wal or -shm behind", arguments: [true, false])
     func alone(wal: Bool) throws {

@@ -22,7 +22,7 @@ let trickySQL = #"""
     INSERT INTO "odd ""name""" VALUES ('x');
     """#
 
-@Suite("Inspection: dump, decrypted copy, state")
+@Suite("Inspection: dump, decrypted copy, state", .ownThread)
 struct InspectionTests {
     @Test("a dump re-imported into a fresh encrypted database (library) and a plaintext one (sqlite3 shell) gives identical content")
     func dumpRoundTrip() throws {

@@ -36,7 +36,7 @@ func hexDigits(of key: DataKey) -> String {
     key.withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
 }
 
-@Suite("Key-encryption keys and wrapped data keys")
+@Suite("Key-encryption keys and wrapped data keys", .ownThread)
 struct KeyEncryptionTests {
     @Test("a local KEK wraps with a fresh nonce each time, and a value unwraps only in its own context")
     func localRoundTrip() throws {
@@ -228,7 +228,7 @@ struct KeyEncryptionTests {
 
 /// A KEK that fails to become ready (a token refusing the PIN) is asked once per loaded Keys
 /// file, not once per database: a real token locks its PIN after a few wrong ones.
-@Suite("Key-encryption keys: a failure is kept")
+@Suite("Key-encryption keys: a failure is kept", .ownThread)
 struct KeyEncryptionFailureTests {
     @Test("a KEK whose source fails is tried once; every database of the list gets the same error")
     func failureIsKept() throws {

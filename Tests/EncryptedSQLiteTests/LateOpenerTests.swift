@@ -15,7 +15,7 @@ import TestSupport
 /// The order comes from the export itself (stopped right after its rename by the file-operations
 /// seam) and from the kernel (the lease shows `BREAKING` in `/proc/locks` once the late opener
 /// waits on it), never from a sleep.
-@Suite("A process that opens the file during the export's lease", .serialized)
+@Suite("A process that opens the file during the export's lease", .serialized, .ownThread)
 struct LateOpenerTests {
     static let rowCount = 50
     static let inserted = 200

@@ -6,7 +6,7 @@ import TestSupport
 /// SQLite's locks are POSIX `fcntl` locks, owned by the process: closing any descriptor of a
 /// database file drops every lock the process holds on it. The library must never do that while
 /// connections to the file are open (it reads headers and salts through SQLite's file layer).
-@Suite("The library never drops its own connections' locks")
+@Suite("The library never drops its own connections' locks", .ownThread)
 struct LockSafetyTests {
     @Test("opening, checking and inspecting a file again while a WAL connection to it is open leaves that connection's lock in place: another process cannot take the file")
     func reopeningKeepsLocks() throws {

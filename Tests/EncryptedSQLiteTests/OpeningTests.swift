@@ -40,7 +40,7 @@ let badInputs: [BadInput] = [
     }, expected: { .noKeyOpens(path: $0, triedKeyIDs: ["k3", "k2", "k1"]) }),
 ]
 
-@Suite("Opening: bad inputs change nothing")
+@Suite("Opening: bad inputs change nothing", .ownThread)
 struct OpeningTests {
     @Test("each bad input gives its own error, leaves the file byte-identical and creates no side files", arguments: badInputs)
     func badInput(_ input: BadInput) throws {

@@ -19,7 +19,7 @@ enum BadPage: String, CaseIterable, Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("Page re-encryption: every page is read back and compared before the commit")
+@Suite("Page re-encryption: every page is read back and compared before the commit", .ownThread)
 struct PageReencryptionAuthenticationTests {
     @Test("a page after page 1 written wrong (one byte) is caught before the commit: the rotation is refused, the file is byte-identical, and the sqlcipher shell opens it with the old key and not the new",
           arguments: BadPage.allCases)

@@ -25,7 +25,7 @@ let pageCases: [PageCase] = [1024, 2048, 4096, 65536].flatMap { size in
     }
 }
 
-@Suite("Page re-encryption (the default rotation)")
+@Suite("Page re-encryption (the default rotation)", .ownThread)
 struct PageReencryptionTests {
     /// A file made by the sqlcipher shell with `scenario`'s settings, and a key list old → new.
     private func makeFile(_ scenario: PageCase, in directory: TemporaryDirectory, rows: Int = 3000) throws -> (path: String, ring: TestKeyring, keys: KeyList) {

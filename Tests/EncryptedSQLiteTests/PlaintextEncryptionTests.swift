@@ -12,7 +12,7 @@ func databaseFiles(in directory: TemporaryDirectory) -> [String] {
     directory.listing().filter { !$0.hasSuffix(".key") && !$0.hasSuffix("-lock") }
 }
 
-@Suite("Plaintext to encrypted (export path)")
+@Suite("Plaintext to encrypted (export path)", .ownThread)
 struct PlaintextEncryptionTests {
     @Test("a plaintext file made by the sqlite3 shell is encrypted to the current key, everything preserved, no side files",
           arguments: [false, true])

@@ -32,7 +32,7 @@ let upgradeCases: [UpgradeCase] = {
     }
 }()
 
-@Suite("Rotation to the current key")
+@Suite("Rotation to the current key", .ownThread)
 struct RotationTests {
     @Test("a file on an older key opens, ends up on the current key only, with everything intact", arguments: upgradeCases)
     func upgrade(_ scenario: UpgradeCase) throws {
@@ -197,7 +197,7 @@ struct RotationTests {
     }
 }
 
-@Suite("Engine facts the design relies on (SQLCipher 3.4.1, real library)")
+@Suite("Engine facts the design relies on (SQLCipher 3.4.1, real library)", .ownThread)
 struct EngineFactTests {
     @Test("sqlite3_rekey on a read-only handle returns OK and changes nothing: why every rotation is verified")
     func rekeyOnReadOnlyHandleLies() throws {

@@ -258,7 +258,7 @@ final class SecretScenarios {
     }
 }
 
-@Suite("Secrets: no key material in logs, SQL, descriptions or dumps; buffers zeroed")
+@Suite("Secrets: no key material in logs, SQL, descriptions or dumps; buffers zeroed", .ownThread)
 struct SecretsTests {
     @Test("swift-log at every level, descriptions, dumps and errors of every path that touches keys hold no key material")
     func logsAndRenderings() throws {

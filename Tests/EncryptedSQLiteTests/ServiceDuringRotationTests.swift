@@ -17,7 +17,7 @@ import TestSupport
 /// write run on that file (never on the replaced one). Both databases are in this process: SQLite
 /// keeps locks per connection and the step-aside lock per descriptor, so they meet as two
 /// processes would.
-@Suite("A running service while another open rotates the file, at every pause point", .serialized)
+@Suite("A running service while another open rotates the file, at every pause point", .serialized, .ownThread)
 struct ServiceDuringRotationTests {
     /// Rows of the file; PAUSE_POINT_ROWS (comma-separated) for stress runs at other sizes.
     static let rowCounts = PausePointSizes.rows(default: 40)

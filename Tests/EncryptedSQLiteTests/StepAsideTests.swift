@@ -10,7 +10,7 @@ import TestSupport
 /// (`StepAsideLock`), and serve from the new file afterwards. Two databases in one process take
 /// part as two processes would (open file description locks, one descriptor each); the order
 /// comes from the databases' own state (`isAsked`), never from a sleep.
-@Suite("Databases step aside while another replaces the file", .serialized)
+@Suite("Databases step aside while another replaces the file", .serialized, .ownThread)
 struct StepAsideTests {
     /// A file on `old`, and the keys: `old`, then `new` with twice the engine's page size, so that
     /// rotating to `new` takes an export.

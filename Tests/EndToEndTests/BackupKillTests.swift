@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("kill -9 during a backup", .serialized)
+@Suite("kill -9 during a backup", .serialized, .ownThread)
 struct BackupKillTests {
     static let seed = TestKnobs.seed("REKEY_KILL_SEED")
     static let trials = TestKnobs.count("REKEY_KILL_TRIALS", default: 12)

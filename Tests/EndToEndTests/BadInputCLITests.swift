@@ -180,7 +180,7 @@ let cliMatrixCases: [String: @Sendable (CLIMatrixContext) throws -> CLIMatrixOut
     },
 ]
 
-@Suite("Bad-input matrix: the rekey command")
+@Suite("Bad-input matrix: the rekey command", .ownThread)
 struct BadInputCLITests {
     @Test("each bad input: its exit code, a message naming the file, option or key id with advice, no key material in any output, nothing changed on disk",
           arguments: BadInputCatalog.cases(in: .cli))

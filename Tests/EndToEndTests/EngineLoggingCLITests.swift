@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("rekey: the engine's own logging stays off the user's terminal")
+@Suite("rekey: the engine's own logging stays off the user's terminal", .ownThread)
 struct EngineLoggingCLITests {
     @Test("keys that do not fit (the current key first, then an old one) print nothing of SQLCipher's own on stderr; SQLCipher 4 would print 3 lines per wrong key")
     func wrongKeysPrintNothing() throws {

@@ -1,10 +1,11 @@
 import Foundation
 @testable import rekey
 import Testing
+import TestSupport
 
 /// The rekey guide's exit-code table is rendered from `ExitStatus`, so its wording lives only in
 /// `ExitStatus.meaning` (checked as `ErrorTableTests` checks docs/errors.md).
-@Suite("ExitCodeTable: the rekey guide's exit codes")
+@Suite("ExitCodeTable: the rekey guide's exit codes", .ownThread)
 struct ExitCodeTableTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let guide = repository.appendingPathComponent("Sources/EncryptedSQLite/EncryptedSQLite.docc/RekeyCommand.md").path

@@ -5,7 +5,7 @@ import TestSupport
 
 /// The umask is process-wide and tests run in parallel, so it is only ever set in a child
 /// process: `crash-harness modes` for the library, `rekey` for the CLI.
-@Suite("File modes: new files are owner-only under any umask; a rotation keeps a file's mode")
+@Suite("File modes: new files are owner-only under any umask; a rotation keeps a file's mode", .ownThread)
 struct FileModeTests {
 
     /// Runs `crash-harness modes` under `umask` on `database` and returns the modes it printed,

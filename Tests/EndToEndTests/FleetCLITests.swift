@@ -61,7 +61,7 @@ struct FleetFolder {
     }
 }
 
-@Suite("rekey over a fleet", .serialized)
+@Suite("rekey over a fleet", .serialized, .ownThread)
 struct FleetCLITests {
     @Test("--all over 200 tenant files (glob entry) plus a plaintext file, bad files mixed in: rotated, already current and failed counted, non-zero exit, bad files untouched, re-run skips")
     func fleet() throws {
@@ -153,7 +153,7 @@ struct FleetCLITests {
     }
 }
 
-@Suite("rekey status, dump and decrypt")
+@Suite("rekey status, dump and decrypt", .ownThread)
 struct InspectCLITests {
     @Test("status reports the key and settings; dump prints SQL; decrypt needs --confirm-plaintext and never overwrites")
     func inspect() throws {

@@ -6,7 +6,7 @@ import TestSupport
 /// The `rekey` process itself, attacked the way issue 16's audit did: its memory read by a
 /// debugger mid-rotation and at exit, a fatal signal sent to a thread of a running rotation, and
 /// Keys files and key files that someone else could write.
-@Suite("Hardening: the rekey process and the files it trusts")
+@Suite("Hardening: the rekey process and the files it trusts", .ownThread)
 struct HardeningCLITests {
     static let gdb = "/usr/bin/gdb"
     static var canDebug: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: gdb) && ProcessRunner.which("python3") != nil }

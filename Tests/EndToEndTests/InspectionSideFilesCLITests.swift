@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("rekey --check and status leave the folder as they found it")
+@Suite("rekey --check and status leave the folder as they found it", .ownThread)
 struct InspectionSideFilesCLITests {
     /// `app.sqlite` made by the `sqlcipher` shell alone in its folder; the Keys file (an
     /// absolute path entry) is in another folder.

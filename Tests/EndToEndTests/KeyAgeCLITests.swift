@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("rekey: key age policy and health in status and --check")
+@Suite("rekey: key age policy and health in status and --check", .ownThread)
 struct KeyAgeCLITests {
     func folder(maximumDays: Int, created: String, databaseOnOldKey: Bool) throws -> TemporaryDirectory {
         let directory = TemporaryDirectory("keyage")

@@ -8,7 +8,7 @@ import TestSupport
 /// Crashes during a master-key rotation (`rekey keys rewrap`) and during a rotation to a wrapped
 /// data key: after each, the Keys file loads, every wrapped value unwraps with a KEK it lists,
 /// and the database opens with its content intact.
-@Suite("Crashes during master-key rotation and rotation to a wrapped data key", .serialized)
+@Suite("Crashes during master-key rotation and rotation to a wrapped data key", .serialized, .ownThread)
 struct KeyEncryptionCrashTests {
     /// Trials per path; raise with KEK_CRASH_TRIALS for stress runs.
     static let trials = TestKnobs.count("KEK_CRASH_TRIALS", default: 20)

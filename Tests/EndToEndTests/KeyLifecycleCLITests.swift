@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("rekey: the key lifecycle (keys new, backup, rotate, retire-check)")
+@Suite("rekey: the key lifecycle (keys new, backup, rotate, retire-check)", .ownThread)
 struct KeyLifecycleCLITests {
     static let keysText = """
         # The fleet's keys. Comments and layout survive `rekey keys new`.

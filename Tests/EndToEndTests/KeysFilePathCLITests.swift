@@ -5,7 +5,7 @@ import TestSupport
 
 /// The one rule for relative paths, checked from a working directory other than the Keys file's
 /// folder (the `rekey` process gets its own; the test process never changes its own).
-@Suite("Keys file paths from another working directory")
+@Suite("Keys file paths from another working directory", .ownThread)
 struct KeysFilePathCLITests {
     let directory = TemporaryDirectory("keys-paths")
     let ring: TestKeyring

@@ -5,7 +5,7 @@ import TestSupport
 
 /// Controls for the kill -9 trials' checker (`KillSetup.check`, the code the trials run): it must
 /// tell a changed database and an unopenable one from a good one, or the trials prove nothing.
-@Suite("kill -9 checker: controls")
+@Suite("kill -9 checker: controls", .ownThread)
 struct KillCheckerControlTests {
     /// A trial folder holding a fresh copy of a small fixture of `path`.
     private func trialFolder(_ path: KillPath) throws -> (setup: KillSetup, folder: TemporaryDirectory, file: String) {

@@ -47,7 +47,7 @@ struct KillPath: CustomTestStringConvertible, Sendable {
     }
 }
 
-@Suite("kill -9 during rotation", .serialized)
+@Suite("kill -9 during rotation", .serialized, .ownThread)
 struct KillTests {
     static let seed = TestKnobs.seed("REKEY_KILL_SEED")
 

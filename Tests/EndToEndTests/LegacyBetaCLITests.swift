@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("rekey: SQLCipher 2.0 beta files, in a process of their own")
+@Suite("rekey: SQLCipher 2.0 beta files, in a process of their own", .ownThread)
 struct LegacyBetaCLITests {
     @Test("a SQLCipher 2.0 beta file (fast_kdf_iter 4000, HMAC salt mask 00) is rotated to the current key by legacy: true (found by the page layer, not by changing the process-wide mask on the way) and by its explicit settings; a wrong legacy key changes nothing",
           arguments: ["legacy", "explicit"])

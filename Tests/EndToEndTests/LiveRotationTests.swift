@@ -6,7 +6,7 @@ import TestSupport
 /// Key rotation while other processes use the database (issue 13): processes starting up at the
 /// same instant as a rotation never get a wrong diagnosis, and running services keep serving
 /// through rotations made by `rekey` or by one of them.
-@Suite("Rotation while other processes use the database", .serialized)
+@Suite("Rotation while other processes use the database", .serialized, .ownThread)
 struct LiveRotationTests {
     /// Rounds of concurrent start-up per case; raise with LIVE_STARTUP_ROUNDS for stress runs.
     static let startupRounds = TestKnobs.count("LIVE_STARTUP_ROUNDS", default: 8)

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("rekey: wrapped data keys and master-key rotation (keys new --wrapped, keys rewrap, retire-check --kek)")
+@Suite("rekey: wrapped data keys and master-key rotation (keys new --wrapped, keys rewrap, retire-check --kek)", .ownThread)
 struct MasterKeyRotationCLITests {
     @Test("passphrase databases → a wrapped data key → rekey --all → rewrap to a new KEK (no database byte changes) → retire the old KEK → everything opens")
     func lifecycle() throws {

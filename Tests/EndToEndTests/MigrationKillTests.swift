@@ -40,7 +40,7 @@ struct MigrationState: Equatable, CustomStringConvertible {
     var description: String { "after \(applied.count) migration(s)" }
 }
 
-@Suite("kill -9 during migrations", .serialized)
+@Suite("kill -9 during migrations", .serialized, .ownThread)
 struct MigrationKillTests {
     static let trials = TestKnobs.count("MIGRATION_KILL_TRIALS", default: 20)
     static let rows = 150_000

@@ -7,7 +7,7 @@ import TestSupport
 /// A Keys file whose KEK lives on a PKCS#11 token (SoftHSM2): `rekey --db` rotates a passphrase
 /// database to a data key wrapped on the token, and a wrong PIN, a missing module, token or key,
 /// or a tampered value stops it with a clear error, the PIN unshown and the file byte-identical.
-@Suite("PKCS#11 key-encryption keys in a Keys file, through rekey (SoftHSM2)", .enabled(if: SoftHSMToken.testsEnabled, "SoftHSM2 is not installed: apt-get install softhsm2 opensc (scripts/setup.sh does)"))
+@Suite("PKCS#11 key-encryption keys in a Keys file, through rekey (SoftHSM2)", .enabled(if: SoftHSMToken.testsEnabled, "SoftHSM2 is not installed: apt-get install softhsm2 opensc (scripts/setup.sh does)"), .ownThread)
 struct PKCS11KeysFileTests {
     let directory = TemporaryDirectory("pkcs11-keys")
     let passphrase = TestKeys.passphrase()

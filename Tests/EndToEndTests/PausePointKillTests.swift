@@ -13,7 +13,7 @@ import TestSupport
 ///
 /// `KillTests` kills `rekey` at random instants; this kills at every point, in order, with the
 /// point replayable by its number.
-@Suite("A service killed at each file operation of its rotation at start-up", .serialized)
+@Suite("A service killed at each file operation of its rotation at start-up", .serialized, .ownThread)
 struct PausePointKillTests {
     /// Rows of 1000 bytes in `big`; PAUSE_POINT_ROWS (comma-separated) for stress runs at other sizes.
     static let bigRowCounts = PausePointSizes.rows(default: 30)

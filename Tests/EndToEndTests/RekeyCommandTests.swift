@@ -32,7 +32,7 @@ struct CLIFixture {
     }
 }
 
-@Suite("rekey command")
+@Suite("rekey command", .ownThread)
 struct RekeyCommandTests {
     @Test("rotates a file on an old key, reports it, and a second run finds it current")
     func rotate() throws {

@@ -55,7 +55,7 @@ final class ProcessListWatcher: @unchecked Sendable {
     }
 }
 
-@Suite("Secrets: the rekey command")
+@Suite("Secrets: the rekey command", .ownThread)
 struct SecretsCLITests {
     /// Every subcommand, success and failure, in text and JSON, verbose: no key material in
     /// stdout, stderr, the files it writes, or any process's argument list while it all runs.

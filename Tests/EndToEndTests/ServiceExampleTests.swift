@@ -5,7 +5,7 @@ import TestSupport
 
 /// The example service of the "A Service with EncryptedSQLite" article: built with the package,
 /// run here on real files, and its code compared with the article's, so that neither can rot.
-@Suite("The example service: it runs, rotates on start-up, and the article shows its code")
+@Suite("The example service: it runs, rotates on start-up, and the article shows its code", .ownThread)
 struct ServiceExampleTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

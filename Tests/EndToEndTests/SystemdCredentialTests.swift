@@ -7,7 +7,7 @@ import TestSupport
 /// A KEK delivered as a systemd credential: encrypted with `systemd-creds encrypt --with-key=host`
 /// (no TPM, no systemd as PID 1 needed), decrypted into a `$CREDENTIALS_DIRECTORY` laid out as
 /// systemd lays it out for a service (folder 0700, file 0400), and read by a `credential:` KEK.
-@Suite("systemd credentials as key-encryption keys", .enabled(if: SystemdCreds.testsEnabled, "systemd-creds is not installed (package systemd; scripts/setup.sh installs it)"))
+@Suite("systemd credentials as key-encryption keys", .enabled(if: SystemdCreds.testsEnabled, "systemd-creds is not installed (package systemd; scripts/setup.sh installs it)"), .ownThread)
 struct SystemdCredentialTests {
 
     let directory = TemporaryDirectory("credentials")

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 /// The version the package states, what `rekey --version` prints, and the CHANGELOG agree.
-@Suite("Version: the constant, rekey --version and CHANGELOG.md")
+@Suite("Version: the constant, rekey --version and CHANGELOG.md", .ownThread)
 struct VersionTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

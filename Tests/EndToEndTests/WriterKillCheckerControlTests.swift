@@ -5,7 +5,7 @@ import TestSupport
 
 /// Controls for the writer-kill trials' checker (`WriterKillCheck.check`, the code the trials
 /// run): it must tell a changed database and an unopenable one from a good one.
-@Suite("writer-kill checker: controls")
+@Suite("writer-kill checker: controls", .ownThread)
 struct WriterKillCheckerControlTests {
     /// What a control does to the trial's file before the check.
     enum Damage: String, CaseIterable, Sendable {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 import TestSupport
 
-@Suite("A writer process while another process rotates", .serialized)
+@Suite("A writer process while another process rotates", .serialized, .ownThread)
 struct WriterKillTests {
     /// Trials per journal mode; raise with WRITER_KILL_TRIALS for stress runs.
     static let trials = TestKnobs.count("WRITER_KILL_TRIALS", default: 8)

@@ -12,7 +12,7 @@ extension PowerCutImage {
 
 /// Controls for the power-cut trials' checker (`PowerCutTests.Setup.check`, the code the trials
 /// run): it must tell a changed database and an unopenable one from a good one.
-@Suite("power-cut checker: controls")
+@Suite("power-cut checker: controls", .ownThread)
 struct PowerCutCheckerControlTests {
     /// The bytes of the path's fixture after `change` ran on a copy of it.
     private func fixtureBytes(_ setup: PowerCutTests.Setup, _ change: (String) throws -> Void = { _ in }) throws -> [UInt8] {

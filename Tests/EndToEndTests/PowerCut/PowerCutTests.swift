@@ -81,7 +81,7 @@ struct PowerCutPath: CustomTestStringConvertible, Sendable {
         + (SQLCipherEngine.linked.major >= 4 ? [.upgradeExport] : [])).map(PowerCutPath.init)
 }
 
-@Suite("Power cut at every durable step (simulated through the file-operations seam)", .serialized)
+@Suite("Power cut at every durable step (simulated through the file-operations seam)", .serialized, .ownThread)
 struct PowerCutTests {
     /// Trials per path; raise with POWER_CUT_TRIALS for stress runs.
     static let trials = TestKnobs.count("POWER_CUT_TRIALS", default: 40)
