@@ -23,7 +23,7 @@ struct ReplacedFileTests {
         }
         try lease.overwriteStart(bytes: 4096)
         lease.releaseKeepingOpen().shrinkAndClose(step: 1 << 20, pause: 0)
-        let data = try #require(FileManager.default.contents(atPath: path))
+        let data = try #require(TestFiles.contents(path))
         #expect(data == Data(repeating: 0, count: 4096))
     }
 
@@ -37,7 +37,7 @@ struct ReplacedFileTests {
             return
         }
         lease.releaseKeepingOpen().shrinkAndClose(step: 1 << 20, pause: 0)
-        let data = try #require(FileManager.default.contents(atPath: path))
+        let data = try #require(TestFiles.contents(path))
         #expect(data == Data(repeating: 0xA5, count: 3 << 20))
         // The descriptor is closed: the lease (and its descriptor) can be taken again.
         guard case .held(let again) = SoleUseLease.acquire(path) else {

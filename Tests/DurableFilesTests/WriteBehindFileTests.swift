@@ -44,7 +44,7 @@ struct WriteBehindFileTests {
         try file.synchronize()
         // At least one sync on the way (one every 64 KiB at most, one at a time) and the final one.
         #expect(counting.syncs.load(ordering: .relaxed) >= 2)
-        let data = try #require(FileManager.default.contents(atPath: directory.file("data")))
+        let data = try #require(TestFiles.contents(directory.file("data")))
         #expect(data.count == chunk * chunks)
         #expect(data.enumerated().allSatisfy { $0.element == UInt8(truncatingIfNeeded: $0.offset / chunk &+ $0.offset % chunk) })
         file.close()

@@ -57,7 +57,7 @@ struct BackgroundRotationTests {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasSuffix(".rekey-online") {
                     var status = stat()
                     if stat(directory.file(name), &status) == 0 { copyModes.withLock { _ = $0.insert(String(status.st_mode & 0o777, radix: 8)) } }
-                    if let content = FileManager.default.contents(atPath: directory.file(name)) {
+                    if let content = TestFiles.contents(directory.file(name)) {
                         scans.increment()
                         if markers.contains(where: { content.range(of: $0) != nil }) { plaintextSeen.withLock { $0 += 1 } }
                     }
@@ -124,7 +124,7 @@ struct BackgroundRotationTests {
         #expect(modes.contains("600") && modes.isSubset(of: ["600", databaseMode]), "the copy must be owner-only while it is written (seen: \(modes), database: \(databaseMode))")
         #expect(scans.value > 0, "the copy should have been read while it was written")
         #expect(plaintextSeen.withLock { $0 } == 0, "row text found in the copy")
-        let final = try #require(FileManager.default.contents(atPath: path))
+        let final = try #require(TestFiles.contents(path))
         #expect(!markers.contains { final.range(of: $0) != nil }, "row text found in the rotated file")
     }
 

@@ -547,7 +547,7 @@ private func noInodeCase(_ c: BadInputContext, strategy: RotationStrategy, mustN
     case .success(let disk):
         c.disks.append(disk)
         let path = disk.file("app.sqlite")
-        try FileManager.default.copyItem(atPath: source, toPath: path)
+        try TestFiles.copy(source, to: path)
         let before = FileSnapshot(path)
         let error = c.open(path, options: OpenOptions(rotationStrategy: strategy))
         return MatrixOutcome(error: error, mustName: mustName(path), unchanged: [(path, before)])

@@ -63,7 +63,7 @@ struct CrossEngineTests {
         let reference = try Self.referenceDigest(in: directory)
         for entry in manifest.files {
             let path = directory.file(entry.name)
-            try FileManager.default.copyItem(atPath: folder + "/" + entry.name, toPath: path)
+            try TestFiles.copy(folder + "/" + entry.name, to: path)
             let context = "\(entry.name) (\(entry.madeBy), SQLCipher \(manifest.engine))"
 
             let shell = try SQLCipherShell.run(path, key: entry.shellKey, version3: true,

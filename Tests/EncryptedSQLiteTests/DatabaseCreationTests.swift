@@ -114,7 +114,7 @@ struct DatabaseCreationTests {
         let path = setup.path
         let reference = TemporaryDirectory("create-other")
         let other = try setup.otherDatabase(in: reference)
-        let contents = try #require(FileManager.default.contents(atPath: other))
+        let contents = try #require(TestFiles.contents(other))
         @Sendable func appear() {
             guard !FileManager.default.fileExists(atPath: path) else { return }
             #expect(FileManager.default.createFile(atPath: path, contents: contents))

@@ -26,7 +26,7 @@ struct FleetRotationTests {
             if index == 5 {
                 _ = FileManager.default.createFile(atPath: path, contents: Data((0..<4096).map { _ in UInt8.random(in: 0...255) }))
             } else {
-                try FileManager.default.copyItem(atPath: template, toPath: path)
+                try TestFiles.copy(template, to: path)
             }
             databases.append(FleetDatabase(path: path, keys: try ring.keyList(database: path)))
         }

@@ -25,7 +25,7 @@ private struct SelectionFolder {
         try Fixture.createWithShell(at: directory.file("app.sqlite"), key: ring.keys[0].shellKey, rows: 10)
         try Fixture.createWithShell(at: directory.file("current.sqlite"), key: ring.keys[1].shellKey, rows: 10)
         for name in ["a", "b"] {
-            try FileManager.default.copyItem(atPath: directory.file("app.sqlite"), toPath: directory.file("tenants/\(name).sqlite"))
+            try TestFiles.copy(directory.file("app.sqlite"), to: directory.file("tenants/\(name).sqlite"))
         }
         _ = FileManager.default.createFile(atPath: directory.file("tenants/c.sqlite"), contents: Data((0..<4096).map { _ in UInt8.random(in: 0...255) }))
         let yaml = ring.yaml(databasePath: "app.sqlite")

@@ -99,7 +99,7 @@ struct OpeningTests {
         #expect(database.report.created && database.report.openedWithKeyID == "k2" && !database.report.rotated)
         // The database and the step-aside lock file every opened database keeps beside it.
         #expect(directory.listing() == (before + ["new.sqlite", "new.sqlite-lock"]).sorted())
-        #expect(DatabaseFileKind.inspect(path: path) == .opaque(bytes: Int(FileManager.default.contents(atPath: path)?.count ?? 0)))
+        #expect(DatabaseFileKind.inspect(path: path) == .opaque(bytes: Int(TestFiles.contents(path)?.count ?? 0)))
         try database.write { db in try db.execute("CREATE TABLE t(a); INSERT INTO t VALUES ('x')") }
         #expect(try SQLCipherShell.run(path, key: ring.keys[1].shellKey, "SELECT a FROM t;").stdout == "x\n")
         #expect(try !SQLCipherShell.opens(path, with: ring.keys[0].shellKey))

@@ -122,7 +122,7 @@ struct PageReencryptionTests {
         // Count the writes and syncs of an uninterrupted rotation of a copy.
         let counter = EventCounter()
         let rehearsal = directory.file("rehearsal.sqlite")
-        try FileManager.default.copyItem(atPath: path, toPath: rehearsal)
+        try TestFiles.copy(path, to: rehearsal)
         var counting = OpenOptions()
         counting.files.observe = { FaultyFile($0, counter: counter, failingAt: nil) {} }
         _ = try EncryptedDatabase(path: rehearsal, keys: KeyList(database: rehearsal, keys: keys.keys.map(\.asDatabaseKey)), options: counting)
@@ -151,8 +151,8 @@ struct PageReencryptionTests {
         let crashed = image.file("app.sqlite")
         #expect(FileManager.default.fileExists(atPath: crashed + "-journal"))
         let copy = image.file("copy.sqlite")
-        try FileManager.default.copyItem(atPath: crashed, toPath: copy)
-        try FileManager.default.copyItem(atPath: crashed + "-journal", toPath: copy + "-journal")
+        try TestFiles.copy(crashed, to: copy)
+        try TestFiles.copy(crashed + "-journal", to: copy + "-journal")
         let recovered = try shell(copy, ring.keys[0], scenario, "PRAGMA integrity_check; SELECT count(*) FROM people; SELECT count(*) FROM blobs;")
         #expect(recovered.stdout.split(separator: "\n") == ["ok", "1500", "300"], "\(recovered.stderr)")
         #expect(!FileManager.default.fileExists(atPath: copy + "-journal"), "the shell rolled the journal back and removed it")
@@ -453,7 +453,7 @@ func copyState(of path: String, into folder: TemporaryDirectory) {
     let name = URL(fileURLWithPath: path).lastPathComponent
     for suffix in ["", "-journal"] where FileManager.default.fileExists(atPath: path + suffix) {
         try? FileManager.default.removeItem(atPath: folder.file(name + suffix))
-        try? FileManager.default.copyItem(atPath: path + suffix, toPath: folder.file(name + suffix))
+        try? TestFiles.copy(path + suffix, to: folder.file(name + suffix))
     }
 }
 

@@ -95,7 +95,7 @@ final class OpenFileScanner: @unchecked Sendable {
 }
 
 /// Reads a file by name, if it exists.
-private func fileContent(_ path: String) -> Data? { FileManager.default.contents(atPath: path) }
+private func fileContent(_ path: String) -> Data? { TestFiles.contents(path) }
 
 @Suite("No plaintext on disk")
 struct PlaintextOnDiskTests {

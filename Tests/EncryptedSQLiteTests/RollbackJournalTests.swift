@@ -202,7 +202,7 @@ struct RollbackJournalTests {
         let contents = try scene.open(with: reader)
         #expect(contents.integrity == "ok")
         #expect(contents.rows == "300|42|1234567")
-        #expect(FileManager.default.contents(atPath: scene.path) == scene.original, "the database is not byte-identical to the original")
+        #expect(TestFiles.contents(scene.path) == scene.original, "the database is not byte-identical to the original")
         #expect(!FileManager.default.fileExists(atPath: scene.path + "-journal"))
     }
 
@@ -214,7 +214,7 @@ struct RollbackJournalTests {
         try scene.scribble()
         let contents = try? scene.open(with: .sqlite3Shell)
         #expect(contents?.integrity != "ok" || contents?.rows != "300|42|1234567")
-        #expect(FileManager.default.contents(atPath: scene.path) != scene.original)
+        #expect(TestFiles.contents(scene.path) != scene.original)
     }
 }
 
@@ -233,7 +233,7 @@ struct HotJournalScene {
         path = directory.file("plain.sqlite")
         let made = try SQLiteShell.run(path, "PRAGMA page_size = \(pageSize);\n" + Fixture.sql(rows: 300))
         try #require(made.status == 0, "\(made.stderr)")
-        original = try #require(FileManager.default.contents(atPath: path))
+        original = try #require(TestFiles.contents(path))
         try #require(original.count % pageSize == 0 && original.count >= 3 * pageSize)
         try #require(SQLiteShell.run(path, "PRAGMA page_size;").stdout == "\(pageSize)\n")
     }
@@ -258,7 +258,7 @@ struct HotJournalScene {
         var scribbled = Data(count: original.count + 3 * pageSize)
         for index in scribbled.indices { scribbled[index] = UInt8(truncatingIfNeeded: index &* 31 &+ 5) ^ 0x5A }
         try scribbled.write(to: URL(fileURLWithPath: path))
-        try #require(FileManager.default.contents(atPath: path) != original)
+        try #require(TestFiles.contents(path) != original)
     }
 
     /// What a reader sees when it opens the file: `PRAGMA integrity_check`, and the row count,

@@ -106,8 +106,8 @@ struct SwapWindowTests {
         // The work runs on an unnamed thread, so that the rotation's own threads count too.
         let rounds = try watch.everyPausePoint(actor: nil, counting: { $0.after && files.contains($0.path) && counted.contains($0.operation) }, prepare: {
             for suffix in ["", "-journal", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-            try FileManager.default.copyItem(atPath: template, toPath: path)
-            if FileManager.default.fileExists(atPath: template + "-wal") { try FileManager.default.copyItem(atPath: template + "-wal", toPath: path + "-wal") }
+            try TestFiles.copy(template, to: path)
+            if FileManager.default.fileExists(atPath: template + "-wal") { try TestFiles.copy(template + "-wal", to: path + "-wal") }
             return { () -> String in
                 do {
                     let database = try EncryptedDatabase(path: path, keys: keys, options: options)

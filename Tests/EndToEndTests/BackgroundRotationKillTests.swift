@@ -128,6 +128,6 @@ struct BackgroundRotationKillTests {
 
     private func reset(_ path: String, from fixture: String, in folder: TemporaryDirectory) throws {
         for name in folder.listing() { try FileManager.default.removeItem(atPath: folder.file(name)) }
-        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        try TestFiles.copy(fixture, to: path)
     }
 }

@@ -70,7 +70,7 @@ struct BackupKillTests {
         var found: [String] = []
         while let name = enumerator?.nextObject() as? String {
             let path = folder + "/" + name
-            if let data = FileManager.default.contents(atPath: path), data.range(of: needle) != nil { found.append(name) }
+            if let data = TestFiles.contents(path), data.range(of: needle) != nil { found.append(name) }
         }
         return found
     }

@@ -25,7 +25,7 @@ struct FleetFolder {
         var good: [String] = []
         for index in 0..<Self.goodCount {
             let path = tenants + String(format: "/tenant-%04d.sqlite", index)
-            try FileManager.default.copyItem(atPath: index % 40 == 7 ? onCurrent : onOld, toPath: path)
+            try TestFiles.copy(index % 40 == 7 ? onCurrent : onOld, to: path)
             good.append(path)
         }
         try FileManager.default.removeItem(atPath: onOld)

@@ -23,7 +23,7 @@ struct HardeningCLITests {
 
     /// The markers found in `core`, in any form (as written, other case, UTF-8 hex).
     static func markers(of ring: TestKeyring, in core: String) -> [String] {
-        guard let data = FileManager.default.contents(atPath: core) else { return ["(no core at \(core))"] }
+        guard let data = TestFiles.contents(core) else { return ["(no core at \(core))"] }
         return ring.keys.filter { key in
             [key.secret, key.secret.uppercased()].contains { data.range(of: Data($0.utf8)) != nil }
         }.map(\.id)

@@ -154,7 +154,7 @@ struct KeyEncryptionCrashTests {
         }
         // One uninterrupted run on a copy sets the window.
         let probe = TemporaryDirectory("kek-kill-probe")
-        for name in setup.folder.listing() { try FileManager.default.copyItem(atPath: setup.folder.file(name), toPath: probe.file(name)) }
+        for name in setup.folder.listing() { try TestFiles.copy(setup.folder.file(name), to: probe.file(name)) }
         let timed = try KillTrial(executable: rekey, arguments: ["keys", "rewrap", "--new-kek", "kek-probe", "--keys", "Keys"], environment: [:], directory: probe.path).uninterrupted()
         #expect(timed.result.status == 0, "\(timed.result.stderr)")
         var random = SeededRandom(seed: Self.seed)
@@ -210,7 +210,7 @@ struct KeyEncryptionCrashTests {
         #expect(Setup.check(setup.folder.path, expected: setup.expected, previousKEK: "kek-1", trial: "control").0 == .openedWithNew)
         let lost = TemporaryDirectory("kek-control-lost")
         for name in setup.folder.listing() where name != "kek-2.key" {
-            try FileManager.default.copyItem(atPath: setup.folder.file(name), toPath: lost.file(name))
+            try TestFiles.copy(setup.folder.file(name), to: lost.file(name))
         }
         #expect(Setup.check(lost.path, expected: setup.expected, previousKEK: "kek-1", trial: "control").0 == .unopenable)
         let path = setup.folder.file("app.sqlite")

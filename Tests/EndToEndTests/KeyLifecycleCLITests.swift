@@ -80,7 +80,7 @@ struct KeyLifecycleCLITests {
 
         let exists = try RekeyCLI.run(["backup", "--db", "data/a.sqlite", "--to", "backups/taken.sqlite"], in: directory)
         #expect(exists.status == 73, "\(exists.stderr)")
-        #expect(FileManager.default.contents(atPath: directory.file("backups/taken.sqlite")) == Data("keep".utf8))
+        #expect(TestFiles.contents(directory.file("backups/taken.sqlite")) == Data("keep".utf8))
         let uncovered = try RekeyCLI.run(["backup", "--db", "data/a.sqlite", "--to", "elsewhere.sqlite"], in: directory)
         #expect(uncovered.status == 78, "\(uncovered.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory.file("elsewhere.sqlite")))

@@ -170,7 +170,7 @@ struct KillSetup {
         where name.hasPrefix("app.sqlite") || name.hasPrefix(".app.sqlite.") {
             try FileManager.default.removeItem(atPath: folder + "/" + name)
         }
-        try FileManager.default.copyItem(atPath: fixture.file("app.sqlite"), toPath: file)
+        try TestFiles.copy(fixture.file("app.sqlite"), to: file)
     }
 
     /// What a user checks after the kill: the independent shell on a copy of exactly what the kill
@@ -181,7 +181,7 @@ struct KillSetup {
         var problems: [String] = []
         let copy = TemporaryDirectory("kill-copy")
         for name in folder.listing() where name.hasPrefix("app.sqlite") || name.hasPrefix(".app.sqlite.") {
-            try FileManager.default.copyItem(atPath: folder.file(name), toPath: copy.file(name))
+            try TestFiles.copy(folder.file(name), to: copy.file(name))
         }
         let newShell = ring.keys[1].shellKey.pragma + (path.kind == .settingsExport ? "\nPRAGMA kdf_iter = 10000;\nPRAGMA cipher_page_size = 4096;" : "")
         let byNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, newShell + "\nPRAGMA integrity_check;")

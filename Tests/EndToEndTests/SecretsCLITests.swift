@@ -33,7 +33,7 @@ final class ProcessListWatcher: @unchecked Sendable {
         var found: [String] = []
         var seen: [String] = []
         for pid in pids {
-            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"), !data.isEmpty else { continue }
+            guard let data = TestFiles.contents("/proc/\(pid)/cmdline"), !data.isEmpty else { continue }
             let arguments = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
             seen.append(URL(fileURLWithPath: arguments.first ?? "").lastPathComponent)
             let line = arguments.joined(separator: " ")
@@ -137,7 +137,7 @@ struct SecretsCLITests {
         let deadline = Date().addingTimeInterval(1.5)
         while process.isRunning && Date() < deadline {
             for pid in [process.processIdentifier, holder.pid] {
-                if let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"), !data.isEmpty {
+                if let data = TestFiles.contents("/proc/\(pid)/cmdline"), !data.isEmpty {
                     reads += 1
                     let text = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
                     #expect(SecretScan.leaks(of: secrets, in: text).isEmpty && !text.contains("MARKER"), "key material in the arguments of pid \(pid)")

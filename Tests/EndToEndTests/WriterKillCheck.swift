@@ -37,7 +37,7 @@ struct WriterKillCheck {
         let copy = TemporaryDirectory("writer-copy")
         let folder = (path as NSString).deletingLastPathComponent
         for name in (try FileManager.default.contentsOfDirectory(atPath: folder)) where name.hasPrefix("app.sqlite") {
-            try FileManager.default.copyItem(atPath: folder + "/" + name, toPath: copy.file(name))
+            try TestFiles.copy(folder + "/" + name, to: copy.file(name))
         }
         let shellOK = try SQLCipherShell.opens(copy.file("app.sqlite"), with: newShellKey) || (try SQLCipherShell.opens(copy.file("app.sqlite"), with: oldShellKey))
         if !shellOK { problems.append("\(trial): the sqlcipher shell opens the file with neither key") }

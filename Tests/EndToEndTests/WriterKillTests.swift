@@ -63,7 +63,7 @@ struct WriterKillTests {
             if let keep = ProcessInfo.processInfo.environment["WRITER_KILL_KEEP"] {
                 let target = "\(keep)/trial-\(journalMode)-\(number)"
                 try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-                for name in folder.listing() { try? FileManager.default.copyItem(atPath: folder.file(name), toPath: target + "/" + name) }
+                for name in folder.listing() { try? TestFiles.copy(folder.file(name), to: target + "/" + name) }
                 try? committed.sorted().map(String.init).joined(separator: "\n").write(toFile: target + "/committed.txt", atomically: true, encoding: .utf8)
                 try? "\(old)\n\(new)\n".write(toFile: target + "/keys.txt", atomically: true, encoding: .utf8)
             }
@@ -105,6 +105,6 @@ struct WriterKillTests {
         for name in (try FileManager.default.contentsOfDirectory(atPath: folder)) where name.hasPrefix(".app.sqlite.") {
             try FileManager.default.removeItem(atPath: folder + "/" + name)
         }
-        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        try TestFiles.copy(fixture, to: path)
     }
 }

@@ -63,7 +63,7 @@ struct GeneratedKeyTests {
         let keyFile = try #require(key.keyFile)
         #expect(FileSystemProbe.mode(of: keyFile) == 0o600)
         #expect(FileSystemProbe.mode(of: keys) == 0o700, "the Keys file keeps its mode")
-        let material = try #require(FileManager.default.contents(atPath: keyFile))
+        let material = try #require(TestFiles.contents(keyFile))
         #expect(material.count == 32)
         #expect(Set(material).count > 8, "random bytes, not a constant")
 
@@ -107,7 +107,7 @@ struct GeneratedKeyTests {
             # trailing comment
             """))
         let keyFile = try #require(key.keyFile)
-        let material = try #require(FileManager.default.contents(atPath: keyFile))
+        let material = try #require(TestFiles.contents(keyFile))
         #expect(material.count == 65 && material.last == UInt8(ascii: "\n"))
         let reloaded = try KeysFile.load(path: keys)
         #expect(reloaded.entries[1].keys.map(\.id) == ["old", "t2"])
@@ -139,7 +139,7 @@ struct GeneratedKeyTests {
         #expect(throws: KeyMakingError.keyFileExists(path: directory.file("taken.key"))) {
             try GeneratedKey.create(keysFile: keys, databases: ["app.sqlite"], id: "x", keyFile: directory.file("taken.key"))
         }
-        #expect(FileManager.default.contents(atPath: directory.file("taken.key")) == Data("keep me".utf8))
+        #expect(TestFiles.contents(directory.file("taken.key")) == Data("keep me".utf8))
         try expectUnchanged("existing key file")
 
         #expect(throws: KeyMakingError.self) { try GeneratedKey.create(keysFile: keys, databases: ["other.sqlite"], id: "y") }
@@ -150,7 +150,7 @@ struct GeneratedKeyTests {
         let flowText = "databases:\n  - path: a.sqlite\n    keys: [{id: a, passphrase: x}]\n"
         _ = FileManager.default.createFile(atPath: flow, contents: Data(flowText.utf8))
         #expect(throws: KeyMakingError.self) { try GeneratedKey.create(keysFile: flow, databases: ["a.sqlite"], id: "z") }
-        #expect(FileManager.default.contents(atPath: flow) == Data(flowText.utf8))
+        #expect(TestFiles.contents(flow) == Data(flowText.utf8))
         #expect(!FileManager.default.fileExists(atPath: directory.file("z.key")))
         #expect(directory.listing().allSatisfy { !$0.hasPrefix(".") }, "no temporary left: \(directory.listing())")
     }

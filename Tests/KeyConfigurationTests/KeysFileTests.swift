@@ -267,7 +267,7 @@ struct KeysFileTests {
         let path = repository.appendingPathComponent("Keys.example").path
         // Loaded from a private copy: it holds (demo) passphrases, and git checks files out 0644.
         let directory = TemporaryDirectory("example")
-        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: FileManager.default.contents(atPath: path), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: directory.file("Keys"), contents: TestFiles.contents(path), attributes: [.posixPermissions: 0o600])
         let file = try KeysFile.load(path: directory.file("Keys"))
         #expect(!file.entries.isEmpty)
         let text = try String(contentsOfFile: path, encoding: .utf8)

@@ -353,13 +353,13 @@ public final class BadInputContext: @unchecked Sendable {
     public func databaseOnNearlyFullDisk(key index: Int) throws -> Result<String, FixtureError> {
         let source = directory.file("source.sqlite")
         try makeDatabase(at: source, key: index, rows: 300)
-        let bytes = Int(FileManager.default.contents(atPath: source)?.count ?? 0)
+        let bytes = Int(TestFiles.contents(source)?.count ?? 0)
         switch SmallFilesystem.mount(size: (bytes + 32 * 1024 + 4095) / 4096 * 4096) {
         case .failure(let reason): return .failure(reason)
         case .success(let disk):
             disks.append(disk)
             let path = disk.file("app.sqlite")
-            try FileManager.default.copyItem(atPath: source, toPath: path)
+            try TestFiles.copy(source, to: path)
             return .success(path)
         }
     }

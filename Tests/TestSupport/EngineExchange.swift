@@ -83,7 +83,7 @@ public enum EngineExchange {
     /// Reads the manifest in `folder`; the error says which run should have written it.
     public static func manifest(in folder: String) throws -> Manifest {
         let path = folder + "/" + manifestName
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = TestFiles.contents(path) else {
             throw FixtureError(message: "\(path) is missing: the other engine's run (CrossEngineTests in scripts/test.sh) did not write its files")
         }
         return try JSONDecoder().decode(Manifest.self, from: data)

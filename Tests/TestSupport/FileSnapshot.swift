@@ -10,7 +10,7 @@ public struct FileSnapshot: Equatable, Sendable {
 
     /// Takes a snapshot of `path` and its folder.
     public init(_ path: String) {
-        bytes = FileManager.default.contents(atPath: path)
+        bytes = TestFiles.contents(path)
         let folder = (path as NSString).deletingLastPathComponent
         folderListing = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
     }

@@ -13,7 +13,7 @@ public struct FolderSnapshot: Equatable, Sendable, CustomStringConvertible {
     public init(_ folder: String, ignoringBytesOf ignored: Set<String> = []) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         files = Dictionary(uniqueKeysWithValues: names.map { name in
-            (name, ignored.contains(name) ? nil : FileManager.default.contents(atPath: folder + "/" + name))
+            (name, ignored.contains(name) ? nil : TestFiles.contents(folder + "/" + name))
         })
     }
 

@@ -18,7 +18,7 @@ struct PowerCutCheckerControlTests {
     private func fixtureBytes(_ setup: PowerCutTests.Setup, _ change: (String) throws -> Void = { _ in }) throws -> [UInt8] {
         let scratch = TemporaryDirectory("power-control")
         let file = scratch.file("app.sqlite")
-        try FileManager.default.copyItem(atPath: setup.fixture.file("app.sqlite"), toPath: file)
+        try TestFiles.copy(setup.fixture.file("app.sqlite"), to: file)
         try change(file)
         #expect(scratch.listing() == ["app.sqlite"])
         return [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))

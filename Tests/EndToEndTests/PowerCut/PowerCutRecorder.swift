@@ -3,6 +3,7 @@ import DurableFiles
 @testable import EncryptedSQLite
 import Foundation
 import Testing
+import TestSupport
 
 /// Records the durable file operations one library call makes in one folder, through the
 /// library's `FileOperations` seam, so that the state a power cut after any of them would leave
@@ -155,7 +156,7 @@ final class PowerCutRecorder: @unchecked Sendable {
     }
 
     static func read(_ path: String) -> [UInt8] {
-        (FileManager.default.contents(atPath: path)).map { [UInt8]($0) } ?? []
+        (TestFiles.contents(path)).map { [UInt8]($0) } ?? []
     }
 
     static func name(_ path: String) -> String { URL(fileURLWithPath: path).lastPathComponent }

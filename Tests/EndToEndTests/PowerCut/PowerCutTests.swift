@@ -187,7 +187,7 @@ struct PowerCutTests {
         /// Copies the fixture into `folder` and makes it durable there.
         func place(in folder: TemporaryDirectory) throws {
             if kind != .creation {
-                try FileManager.default.copyItem(atPath: fixture.file("app.sqlite"), toPath: folder.file("app.sqlite"))
+                try TestFiles.copy(fixture.file("app.sqlite"), to: folder.file("app.sqlite"))
                 try FileSystem.fsync(path: folder.file("app.sqlite"))
             }
             try FileSystem.fsyncDirectory(folder.path)
@@ -224,7 +224,7 @@ struct PowerCutTests {
             // The independent shell first, on a copy (it rolls back a hot journal itself).
             let copy = TemporaryDirectory("power-shell")
             for name in folder.listing() {
-                try FileManager.default.copyItem(atPath: folder.file(name), toPath: copy.file(name))
+                try TestFiles.copy(folder.file(name), to: copy.file(name))
             }
             let shellNew = try SQLCipherShell.run(copy.file("app.sqlite"), key: nil, ring.keys[1].shellKey.pragma + settingsPragmas + "PRAGMA integrity_check;")
             let shellOld: ProcessResult = kind == .plaintextExport
