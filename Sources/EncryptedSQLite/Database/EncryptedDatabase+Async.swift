@@ -9,8 +9,9 @@ extension EncryptedDatabase {
     /// thread: a pooled read waits for nothing (not for the writer, in WAL mode), so it is the
     /// work of its statements only, without two thread hand-overs that cost about ten times a
     /// primary-key lookup. When every reader is in use, while a rotation has the pool, or without
-    /// a pool (the read then shares the writer), it runs on a thread of the database's own
-    /// dispatch queue and the task waits suspended, so no thread of the cooperative pool waits.
+    /// a pool (the read then shares the writer), it runs on a thread of the database's own (never
+    /// on Dispatch's global queues, which on Linux are the cooperative pool) and the task waits
+    /// suspended, so no thread of the cooperative pool waits.
     /// Either way the call suspends the task at least once (`Task.yield()`), so a loop of reads
     /// leaves room for the other tasks of its thread.
     ///
