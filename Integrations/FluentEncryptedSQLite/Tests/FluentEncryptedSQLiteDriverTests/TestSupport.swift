@@ -14,25 +14,42 @@ final class EncryptedFolder {
     let url: URL
     var databasePath: String { url.appendingPathComponent("test.sqlite").path }
     var keysPath: String { url.appendingPathComponent("Keys").path }
+    /// The keys' ids and hex, oldest first: `test-old`, `test-current`, then any ``appendKey(_:)`` added.
+    private(set) var keys: [(id: String, hex: String)]
 
     init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("fluent-encrypted-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        func hexKey() -> String {
-            var generator = SystemRandomNumberGenerator()
-            return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
-        }
-        let text = """
-            databases:
-              - path: test.sqlite
-                keys:
-                  - id: test-old
-                    hex: \(hexKey())
-                  - id: test-current
-                    hex: \(hexKey())
+        keys = [("test-old", Self.hexKey()), ("test-current", Self.hexKey())]
+        try writeKeysFile()
+    }
 
-            """
-        _ = FileManager.default.createFile(atPath: keysPath, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+    static func hexKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+
+    /// The key `id`'s entry for a `KeyList` (as the Keys file gives it).
+    func key(_ id: String) -> DatabaseKey {
+        DatabaseKey(id: id, source: .hex(KeyText(keys.first { $0.id == id }!.hex)))
+    }
+
+    /// Appends a new key (the current one from now on) to the Keys file, replacing it atomically,
+    /// as an operator does before running `rekey`.
+    func appendKey(_ id: String) throws {
+        keys.append((id, Self.hexKey()))
+        try writeKeysFile()
+    }
+
+    /// The Keys file with every key, written to a temporary name and renamed over the old one.
+    private func writeKeysFile() throws {
+        let entries = keys.map { "      - id: \($0.id)\n        hex: \($0.hex)\n" }.joined()
+        let text = "databases:\n  - path: test.sqlite\n    keys:\n" + entries
+        let temporary = keysPath + ".new"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        guard rename(temporary, keysPath) == 0 else { throw CocoaError(.fileWriteUnknown) }
     }
 
     deinit {
