@@ -56,8 +56,11 @@ struct FleetFolder {
 
     var currentCount: Int { good.indices.filter { $0 % 40 == 7 }.count }
 
+    /// `rekey` in the fleet's folder. Its hang guard is 900 s: over 200 files, a run does 400 or
+    /// more key derivations, and SQLCipher 4's cost 0.1-0.9 s each on a loaded 2-core machine (a
+    /// CI run's 4.6.1 phase, beside a build, passed the default 300 s and was stopped as hung).
     func rekey(_ arguments: [String]) throws -> ProcessResult {
-        try RekeyCLI.run(arguments, in: directory, environment: ring.environment)
+        try RekeyCLI.run(arguments, in: directory, environment: ring.environment, hangLimit: .seconds(900))
     }
 }
 

@@ -5,9 +5,11 @@ public enum RekeyCLI {
     /// The path of the `rekey` executable: the one place the test targets name it.
     public static let path = BuiltProduct.path("rekey")
 
-    /// Runs `rekey` in `directory` with `arguments` and exactly `environment` (plus PATH).
-    public static func run(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) throws -> ProcessResult {
-        try ProcessRunner.run(path, arguments, environment: ProcessRunner.withPATH(environment), currentDirectory: directory.path)
+    /// Runs `rekey` in `directory` with `arguments` and exactly `environment` (plus PATH); a run
+    /// longer than `hangLimit` is stopped as hung.
+    public static func run(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:],
+                           hangLimit: Duration = HangGuard.defaultLimit) throws -> ProcessResult {
+        try ProcessRunner.run(path, arguments, environment: ProcessRunner.withPATH(environment), currentDirectory: directory.path, hangLimit: hangLimit)
     }
 
     /// Runs `rekey` through `/bin/sh -c` with a shell prefix (e.g. `ulimit -f 64;` or `setpriv …`).
