@@ -158,6 +158,13 @@ struct SecretsCLITests {
         let secret = TestKeys.passphrase("argv")
         #expect(throws: SecretInArgumentsError.self) { try ProcessRunner.run("/bin/echo", [secret]) }
         #expect(throws: SecretInArgumentsError.self) { try ProcessRunner.run("/bin/echo", ["PRAGMA key = '\(TestKeys.hex())'"]) }
+        // The other forms: the other letter case, half of a key, the hex of a passphrase's bytes.
+        let hex = TestKeys.hex()
+        #expect(throws: SecretInArgumentsError.self) { try ProcessRunner.run("/bin/echo", ["--x", "x'\(hex.uppercased())'"]) }
+        #expect(throws: SecretInArgumentsError.self) { try ProcessRunner.run("/bin/echo", ["a\(hex.suffix(32))z"]) }
+        let hexOfPassphrase = secret.utf8.map { String(format: "%02X", $0) }.joined()
+        #expect(throws: SecretInArgumentsError.self) { try ProcessRunner.run("/bin/echo", ["blob X'\(hexOfPassphrase)'"]) }
+        #expect(try ProcessRunner.run("/bin/echo", [String(hex.prefix(7)), "short"]).status == 0)
         #expect(try ProcessRunner.run("/bin/echo", ["no secret"]).stdout == "no secret\n")
     }
 }

@@ -33,6 +33,15 @@ public struct CrashTally: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Adds the trials of `other` (another lane of the same path).
+    public mutating func add(_ other: CrashTally) {
+        trials += other.trials
+        openedWithOld += other.openedWithOld
+        openedWithNew += other.openedWithNew
+        unopenable += other.unopenable
+        checksumMismatches += other.checksumMismatches
+    }
+
     /// The row `scripts/stress.sh` collects from the test output:
     /// `crash-table|path|trials|old|new|unopenable|mismatches`.
     public var row: String {

@@ -28,4 +28,33 @@ public enum OwnThread {
     public static func start(_ work: @escaping @Sendable () -> Void) {
         Thread { work() }.start()
     }
+
+    /// Runs `work(0)` … `work(count - 1)` at once, each on a thread of its own, and waits for them
+    /// all; returns their values in lane order, or throws the first lane's error. For a test whose
+    /// trials are independent and each mostly waits on one process (a kill trial): lanes shorten
+    /// the suite's longest chain instead of leaving a core idle at its end. The caller blocks, so
+    /// it must run on a thread of its own (a suite with `.ownThread`).
+    public static func lanes<T: Sendable>(_ count: Int, _ work: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+        let results = LaneResults<T>(count: count)
+        let group = DispatchGroup()
+        for lane in 0..<count {
+            group.enter()
+            Thread {
+                results.set(lane, Result { try work(lane) })
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        return try results.values()
+    }
+
+    private final class LaneResults<T: Sendable>: @unchecked Sendable {
+        private let lock = NSLock()
+        // Invariant: only touched with `lock` held.
+        private var results: [Result<T, any Error>?]
+
+        init(count: Int) { results = Array(repeating: nil, count: count) }
+        func set(_ lane: Int, _ result: Result<T, any Error>) { lock.withLock { results[lane] = result } }
+        func values() throws -> [T] { try lock.withLock { results }.map { try $0!.get() } }
+    }
 }
