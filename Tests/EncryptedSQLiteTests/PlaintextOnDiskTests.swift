@@ -111,7 +111,7 @@ struct PlaintextOnDiskTests {
 
     /// The marker's occurrences in the files of `paths` that exist.
     static func filesWithMarker(_ marker: String, in paths: [String]) -> [String] {
-        paths.filter { path in fileContent(path).map { $0.range(of: Data(marker.utf8)) != nil } ?? false }
+        paths.filter { path in fileContent(path).map { $0.contains(bytes: marker.utf8) } ?? false }
     }
 
     @Test("marker rows written in DELETE and WAL mode, with spilling transactions, big sorts, temp tables, indexes and VACUUM: no marker in the database, -journal, -wal, -shm or any temporary file")

@@ -25,7 +25,7 @@ struct HardeningCLITests {
     static func markers(of ring: TestKeyring, in core: String) -> [String] {
         guard let data = TestFiles.contents(core) else { return ["(no core at \(core))"] }
         return ring.keys.filter { key in
-            [key.secret, key.secret.uppercased()].contains { data.range(of: Data($0.utf8)) != nil }
+            [key.secret, key.secret.uppercased()].contains { data.contains(bytes: $0.utf8) }
         }.map(\.id)
     }
 

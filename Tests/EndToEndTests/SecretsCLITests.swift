@@ -153,6 +153,14 @@ struct SecretsCLITests {
         #expect(reads > 20, "\(reads) reads of the argument lists")
     }
 
+    @Test("the byte search the secret scans use finds a pattern at the start, the middle and the end, and only there")
+    func byteSearch() {
+        let data = Data("aab-aabc-xyz".utf8)
+        for present in ["aab", "aabc", "-x", "xyz", "aab-aabc-xyz", ""] { #expect(data.contains(bytes: present.utf8), "\(present)") }
+        for absent in ["aac", "xyzz", "abc-a", "aab-aabc-xyz!"] { #expect(!data.contains(bytes: absent.utf8), "\(absent)") }
+        #expect(!Data().contains(bytes: "a".utf8))
+    }
+
     @Test("the test helpers refuse to put a registered key in a child's arguments")
     func helpersRefuseSecretsInArguments() throws {
         let secret = TestKeys.passphrase("argv")

@@ -102,7 +102,7 @@ public enum SecretScan {
     /// Same as ``leaks(of:in:)`` over raw bytes (a file's content), comparing bytes exactly.
     public static func leaks(of secrets: [String], in bytes: Data) -> [String] {
         secrets.filter { secret in
-            forms(of: secret).contains { form in bytes.range(of: Data(form.utf8)) != nil }
+            forms(of: secret).contains { form in bytes.contains(bytes: form.utf8) }
         }
     }
 }
@@ -114,4 +114,27 @@ public struct SecretInArgumentsError: Error, CustomStringConvertible {
     public let executable: String
     /// What went wrong (never the secret).
     public var description: String { "a test helper tried to pass key material in the arguments of \(executable); pass keys on standard input" }
+}
+
+extension Data {
+    /// Whether `needle` occurs in these bytes: `memchr` finds each candidate first byte and
+    /// `memcmp` checks the rest. Files and core dumps of tens of megabytes are scanned for every
+    /// key of a test, and `range(of:)` took seconds of processor time per scan. (Glibc's `memmem`
+    /// is a GNU extension Swift does not import.)
+    public func contains(bytes needle: some Sequence<UInt8>) -> Bool {
+        let needle = Array(needle)
+        guard let first = needle.first else { return true }
+        return withUnsafeBytes { haystack in
+            needle.withUnsafeBytes { pattern in
+                guard var cursor = haystack.baseAddress, haystack.count >= pattern.count else { return false }
+                let last = haystack.baseAddress! + (haystack.count - pattern.count)
+                while cursor <= last {
+                    guard let found = memchr(cursor, Int32(first), last - cursor + 1) else { return false }
+                    if memcmp(found, pattern.baseAddress!, pattern.count) == 0 { return true }
+                    cursor = UnsafeRawPointer(found) + 1
+                }
+                return false
+            }
+        }
+    }
 }
