@@ -10,7 +10,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
@@ -55,10 +54,9 @@ let package = Package(
         .target(
             name: "CipherFormats",
             dependencies: [
+                // libcrypto (the one SQLCipher links): PBKDF2, HMAC, AES-256-CBC pages, AES-256-GCM
+                // key wrapping, SHA-256. No second crypto library.
                 "SQLCipherConnection", "DurableFiles", "COpenSSLCrypto",
-                // PBKDF2-HMAC-SHA512 and HMAC-SHA512, to recognise a file SQLCipher 4 wrote.
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // The Telemetry seam: counters, timers and spans; nothing is emitted until the app
                 // bootstraps a backend.
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -74,9 +72,6 @@ let package = Package(
                 "CipherFormats", "DurableFiles", .product(name: "Yams", package: "Yams"),
                 // PKCS#11 key-encryption keys: the header only; modules are loaded at run time.
                 "CPKCS11",
-                // AES-256-GCM and PBKDF2-HMAC-SHA512 for key-encryption keys held in this process.
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         // Opening, rotation, the reader pool, fleets, inspection and the EncryptedDatabase facade.
@@ -189,10 +184,9 @@ let package = Package(
         .executableTarget(
             name: "encryptedsqlite-fleet-benchmarks",
             dependencies: [
-                "EncryptedSQLite", "CSQLCipher",
-                // PBKDF2 for the setup's own KEK derivations (the timed runs derive through the library).
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                // CipherFormats: PBKDF2 for the setup's own KEK derivations (the timed runs derive
+                // through the library).
+                "EncryptedSQLite", "CSQLCipher", "CipherFormats",
             ],
             path: "Benchmarks/Sources/FleetBenchmarks"
         ),

@@ -141,8 +141,6 @@ struct AsyncOverloadTests {
         let moduleMaps = [
             packageRoot.appendingPathComponent("Sources/CSQLCipher"), packageRoot.appendingPathComponent("Sources/COpenSSLCrypto"),
             packageRoot.appendingPathComponent("Sources/CPKCS11"),
-            checkouts.appendingPathComponent("swift-crypto/Sources/CCryptoBoringSSL/include"),
-            checkouts.appendingPathComponent("swift-crypto/Sources/CCryptoBoringSSLShims/include"),
             checkouts.appendingPathComponent("Yams/Sources/CYaml/include"),
         ].flatMap { ["-Xcc", "-fmodule-map-file=\($0.appendingPathComponent("module.modulemap").path)"] }
         // The system libraries' own header folders (p11-kit's pkcs11.h), as SwiftPM finds them.

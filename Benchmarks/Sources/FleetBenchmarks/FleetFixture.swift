@@ -1,6 +1,5 @@
 import CSQLCipher
-import Crypto
-import _CryptoExtras
+import CipherFormats
 import EncryptedSQLite
 import Foundation
 
@@ -71,12 +70,13 @@ enum FleetFixture {
         }
 
         /// The same AES key as the library derives (PBKDF2-HMAC-SHA512, its rounds, this salt),
-        /// derived here through swift-crypto, so that the library's per-process cache of derived
-        /// passphrase KEKs stays empty for the timed runs.
+        /// derived here without the library's per-process cache of derived passphrase KEKs, so
+        /// that the cache stays empty for the timed runs.
         func derivedOutsideTheLibrary() throws -> LocalKeyEncryptionKey {
-            let derived = try KDF.Insecure.PBKDF2.deriveKey(from: Array(passphrase.utf8), salt: saltBytes, using: .sha512,
-                                                            outputByteCount: DataKey.byteCount, rounds: LocalKeyEncryptionKey.passphraseRounds)
-            return LocalKeyEncryptionKey(id: id, key: try derived.withUnsafeBytes { try DataKey(copying: $0) })
+            let derived = Array(passphrase.utf8).withUnsafeBytes { bytes in
+                PBKDF2.derive(bytes, salt: saltBytes, iterations: LocalKeyEncryptionKey.passphraseRounds, digest: .sha512, byteCount: DataKey.byteCount)
+            }
+            return LocalKeyEncryptionKey(id: id, key: try derived!.withUnsafeBytes { try DataKey(copying: $0) })
         }
     }
 

@@ -1,5 +1,3 @@
-import _CryptoExtras
-import Crypto
 import DurableFiles
 import Foundation
 
@@ -21,57 +19,28 @@ package struct SQLCipher4Diagnosis {
     /// A diagnosis of the file at `path`.
     package init(path: String) { self.path = path }
 
-    static let pageSize = 4096
-    static let saltSize = 16
-    static let ivSize = 16
-    static let hmacSize = 64
-    static let kdfIterations = 256_000
-    static let hmacKDFIterations = 2
-    static let hmacSaltMask: UInt8 = 0x3a
+    static let format = PageFormat.sqlcipher4()
 
     /// The id of the first key (in `keys`' order) that is right for this file under SQLCipher 4's
-    /// defaults, or `nil` when the file does not look like one or no key matches.
+    /// defaults, or `nil` when the file does not look like one or no key matches. Derives and
+    /// checks through ``PageKeys`` and ``PageCipher``, as the page re-encryption does.
     package func matchingKeyID(among keys: [(id: String, material: KeyMaterial?)]) -> String? {
-        guard let page = firstPage() else { return nil }
-        let salt = page[0..<Self.saltSize]
-        let authenticated = page[Self.saltSize..<(Self.pageSize - Self.hmacSize)]
-        let stored = page[(Self.pageSize - Self.hmacSize)...]
+        guard let page = firstPage(), !page.withUnsafeBytes({ PageCipher.isAllZeros($0) }) else { return nil }
+        let salt = Array(page[0..<PageFormat.saltSize])
         for key in keys {
-            guard let material = key.material, let encryptionKey = Self.encryptionKey(material, salt: salt) else { continue }
-            let hmacSalt = salt.map { $0 ^ Self.hmacSaltMask }
-            guard let hmacKey = try? encryptionKey.withUnsafeBytes({ bytes in
-                try KDF.Insecure.PBKDF2.deriveKey(from: bytes, salt: hmacSalt, using: .sha512, outputByteCount: 32, unsafeUncheckedRounds: Self.hmacKDFIterations)
-            }) else { continue }
-            var hmac = HMAC<SHA512>(key: hmacKey)
-            hmac.update(data: authenticated)
-            hmac.update(data: [1, 0, 0, 0])  // page number 1, little-endian
-            if Data(hmac.finalize()) == Data(stored) { return key.id }
+            guard let material = key.material, let pageKeys = PageKeys.derive(from: material, salt: salt, format: Self.format),
+                  let cipher = PageCipher(keys: pageKeys, format: Self.format) else { continue }
+            if page.withUnsafeBytes({ cipher.authenticates($0, number: 1) }) { return key.id }
         }
         return nil
     }
 
     /// Page 1, when the file's size fits SQLCipher 4's default page size.
     private func firstPage() -> [UInt8]? {
-        guard let size = FileSystem.size(of: path), size >= Int64(Self.pageSize), size % Int64(Self.pageSize) == 0 else { return nil }
+        let pageSize = Self.format.pageSize
+        guard let size = FileSystem.size(of: path), size >= Int64(pageSize), size % Int64(pageSize) == 0 else { return nil }
         // Through SQLite's file layer, like every read of a database file (DatabaseFilePrefix).
-        guard case .success(let bytes) = DatabaseFilePrefix.read(path, count: Self.pageSize), bytes.count == Self.pageSize else { return nil }
+        guard case .success(let bytes) = DatabaseFilePrefix.read(path, count: pageSize), bytes.count == pageSize else { return nil }
         return bytes
-    }
-
-    /// The 32-byte encryption key SQLCipher 4 derives from `material` with this salt.
-    private static func encryptionKey(_ material: KeyMaterial, salt: ArraySlice<UInt8>) -> SymmetricKey? {
-        material.withSQLCipherBytes { bytes -> SymmetricKey? in
-            switch material.kind {
-            case .passphrase:
-                return try? KDF.Insecure.PBKDF2.deriveKey(from: bytes, salt: salt, using: .sha512, outputByteCount: 32, rounds: kdfIterations)
-            case .rawKey:
-                // x'<64 hex digits>'
-                guard bytes.count == 67 else { return nil }
-                var raw = [UInt8](repeating: 0, count: 32)
-                defer { raw.withUnsafeMutableBytes { explicit_bzero($0.baseAddress!, $0.count) } }
-                guard raw.withUnsafeMutableBytes({ Hex.decode(bytes, from: 2, into: $0) }) else { return nil }
-                return SymmetricKey(data: raw)
-            }
-        }
     }
 }

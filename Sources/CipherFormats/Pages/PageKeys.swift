@@ -36,16 +36,9 @@ package struct PageKeys: Sendable {
         }
     }
 
-    /// OpenSSL's PBKDF2 (the libcrypto SQLCipher links) for a 32-byte key.
+    /// PBKDF2 with `derivation` for a 32-byte key (``PBKDF2``).
     private static func pbkdf2(_ secret: UnsafeRawBufferPointer, salt: [UInt8], derivation: PageFormat.KeyDerivation) -> SecretBytes? {
-        var succeeded = false
-        let key = SecretBytes(count: PageFormat.keySize) { output in
-            succeeded = PKCS5_PBKDF2_HMAC(
-                secret.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(secret.count),
-                salt, Int32(salt.count), Int32(derivation.iterations), derivation.algorithm.evp,
-                Int32(output.count), output.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
-        }
-        return succeeded ? key : nil
+        PBKDF2.derive(secret, salt: salt, iterations: derivation.iterations, digest: derivation.algorithm)
     }
 
     /// The `x'<64 hex key><32 hex salt>'` text that keys a connection on a file with these keys

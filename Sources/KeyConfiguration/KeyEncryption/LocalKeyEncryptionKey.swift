@@ -1,10 +1,9 @@
 import CipherFormats
-import Crypto
-import _CryptoExtras
 import DurableFiles
 import Foundation
 
-/// A key-encryption key held by this process: AES-256-GCM (swift-crypto) with a random 96-bit
+/// A key-encryption key held by this process: AES-256-GCM (OpenSSL's libcrypto, which SQLCipher
+/// links) with a random 96-bit
 /// nonce per wrap, authenticating the ``KeyWrappingContext``. A wrapped value is the nonce, the
 /// 32 encrypted bytes and the 16-byte tag (60 bytes).
 ///
@@ -19,8 +18,7 @@ import Foundation
 public struct LocalKeyEncryptionKey: KeyEncryptionKey {
     /// The KEK's id.
     public let id: String
-    /// The 256-bit key, in a zeroed buffer (swift-crypto's `SymmetricKey` is not `Sendable`, so
-    /// one is made per wrap or unwrap).
+    /// The 256-bit key, in a buffer that is zeroed when released.
     private let key: SecretBytes
 
     /// PBKDF2 rounds for a passphrase KEK (SQLCipher 4's own default, with SHA-512).
@@ -47,48 +45,39 @@ public struct LocalKeyEncryptionKey: KeyEncryptionKey {
         // One PBKDF2 per passphrase and salt per process: a service that loads its Keys file again
         // (after a rotation made elsewhere) does not pay it again. Found by a SHA-256 of the salt
         // and the passphrase; the derived key it guards is in this process's memory anyway.
-        let lookup = passphraseBytes.withUnsafeBytes { bytes in
-            var hash = SHA256()
-            hash.update(data: salt)
-            hash.update(bufferPointer: bytes)
-            return Array(hash.finalize())
-        }
-        if let kept = Self.derivedKeys.withLock({ $0[lookup] }) {
+        let lookup = passphraseBytes.withUnsafeBytes { bytes in salt.withUnsafeBytes { SHA256Digest.of([$0, bytes]) } }
+        if let lookup, let kept = Self.derivedKeys.withLock({ $0[lookup] }) {
             key = kept
             return
         }
-        let derived: SymmetricKey? = passphraseBytes.withUnsafeBytes { bytes in
-            try? KDF.Insecure.PBKDF2.deriveKey(from: bytes, salt: salt, using: .sha512, outputByteCount: 32, rounds: Self.passphraseRounds)
+        let derived = passphraseBytes.withUnsafeBytes { bytes in
+            PBKDF2.derive(bytes, salt: salt, iterations: Self.passphraseRounds, digest: .sha512, byteCount: DataKey.byteCount)
         }
         guard let derived else { throw .unusableKeyEncryptionKey("PBKDF2 failed") }
-        key = derived.withUnsafeBytes { SecretBytes(copying: $0) }
-        let key = key
-        Self.derivedKeys.withLock { $0[lookup] = key }
+        key = derived
+        if let lookup { Self.derivedKeys.withLock { $0[lookup] = derived } }
     }
 
     /// Keys derived from passphrases in this process, by a hash of salt and passphrase.
     private static let derivedKeys = Locked<[[UInt8]: SecretBytes]>([:])
 
     /// Seals `dataKey` with a fresh random nonce.
+    /// - Throws: ``KeyWrappingProblem/unusableKeyEncryptionKey(_:)`` when OpenSSL fails.
     public func wrap(_ dataKey: DataKey, context: KeyWrappingContext) throws -> [UInt8] {
-        let symmetric = key.withUnsafeBytes { SymmetricKey(data: $0) }
-        let box = try dataKey.withUnsafeBytes { try AES.GCM.seal($0, using: symmetric, authenticating: context.associatedData) }
-        guard let combined = box.combined else { throw KeyWrappingProblem.unusableKeyEncryptionKey("AES-GCM gave no combined form") }
-        return Array(combined)
+        let sealed = dataKey.withUnsafeBytes { AES256GCM.seal($0, key: key, associatedData: context.associatedData) }
+        guard let sealed else { throw KeyWrappingProblem.unusableKeyEncryptionKey("AES-256-GCM failed") }
+        return sealed
     }
 
     /// Opens a value ``wrap(_:context:)`` made for the same context.
     /// - Throws: ``KeyWrappingProblem/wrappedValueSize(bytes:)`` or ``KeyWrappingProblem/doesNotAuthenticate``.
     public func unwrap(_ wrapped: [UInt8], context: KeyWrappingContext) throws -> DataKey {
-        guard wrapped.count == 12 + DataKey.byteCount + 16 else { throw KeyWrappingProblem.wrappedValueSize(bytes: wrapped.count) }
-        var opened: Data
-        do {
-            let box = try AES.GCM.SealedBox(combined: wrapped)
-            opened = try AES.GCM.open(box, using: key.withUnsafeBytes { SymmetricKey(data: $0) }, authenticating: context.associatedData)
-        } catch {
+        guard wrapped.count == AES256GCM.nonceSize + DataKey.byteCount + AES256GCM.tagSize else {
+            throw KeyWrappingProblem.wrappedValueSize(bytes: wrapped.count)
+        }
+        guard let opened = AES256GCM.open(wrapped, key: key, associatedData: context.associatedData) else {
             throw KeyWrappingProblem.doesNotAuthenticate
         }
-        defer { opened.resetBytes(in: 0..<opened.count) }
-        return try DataKey(copying: opened)
+        return DataKey(bytes: opened)
     }
 }
