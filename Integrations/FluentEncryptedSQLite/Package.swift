@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/sql-kit", from: "3.36.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Tests only: shutdown under a ServiceGroup (LifecycleTests).
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -37,6 +39,7 @@ let package = Package(
                 "FluentEncryptedSQLiteDriver",
                 .product(name: "FluentBenchmark", package: "fluent-kit"),
                 .product(name: "SQLKitBenchmark", package: "sql-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ],
