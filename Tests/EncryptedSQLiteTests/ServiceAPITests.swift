@@ -29,7 +29,9 @@ struct ServiceAPITests {
                     // A hang guard only (a library that ignores its limits would otherwise hang the
                     // suite): the test releases the writer long before, and `release()` fails the
                     // test when the guard let it go instead.
-                    if released.wait(timeout: .now() + 300) == .timedOut { guardFired.withLock { $0 = true } }
+                    // 900 s: under the suite's 1,500 s limit, far above any run seen (a starved
+                    // cooperative pool once delayed this test past a 300 s guard).
+                    if released.wait(timeout: .now() + 900) == .timedOut { guardFired.withLock { $0 = true } }
                 }
                 ended.signal()
             }.start()
@@ -39,7 +41,7 @@ struct ServiceAPITests {
         /// Lets the writer go and waits until the holding write returned; records an issue when
         /// the hang guard had let it go first (every expectation made while it was "held" is void).
         func release(sourceLocation: SourceLocation = #_sourceLocation) async {
-            #expect(!guardFired.withLock { $0 }, "the writer holder's hang guard (300 s) let the writer go before the test did", sourceLocation: sourceLocation)
+            #expect(!guardFired.withLock { $0 }, "the writer holder's hang guard (900 s) let the writer go before the test did", sourceLocation: sourceLocation)
             released.signal()
             let ended = self.ended
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -79,9 +81,17 @@ struct ServiceAPITests {
         try await database.read { db in try db.query("SELECT note FROM t ORDER BY id").map { try $0.get(0, as: String.self) } }
     }
 
-    /// Waits (yielding, never sleeping) until `count` async writes wait for the writer.
+    /// Waits until `count` async writes wait for the writer: the order comes from that count.
+    /// Polled every millisecond: a `Task.yield()` loop kept a thread of the 2-thread cooperative
+    /// pool spinning (a quarter of the processor in a perf sample of a SQLCipher 4 run) and
+    /// starved the very tasks it waited for, past the writer holder's guard.
     static func untilQueued(_ database: EncryptedDatabase, _ count: Int) async {
-        while database.writer.pendingWrites.waiting.withLock({ $0 }) < count { await Task.yield() }
+        await until { database.writer.pendingWrites.waiting.withLock({ $0 }) >= count }
+    }
+
+    /// Waits until `condition` holds, polling it every millisecond (paces the poll; not an order).
+    static func until(_ condition: () -> Bool) async {
+        while !condition() { try? await Task.sleep(for: .milliseconds(1)) }
     }
 
     // MARK: writeTransaction
@@ -329,7 +339,7 @@ struct ServiceAPITests {
         await Self.untilQueued(database, 5)
         let closing = Task { await database.close() }
         // close() waits for the writes queued before it, which wait for the held writer.
-        while !database.closing.withLock({ $0 }) { await Task.yield() }
+        await Self.until { database.closing.withLock { $0 } }
         await #expect(throws: EncryptedDatabaseError.closed(path: database.path)) {
             try await database.write { db in try db.execute("INSERT INTO t(note) VALUES ('too late')") }
         }
