@@ -34,12 +34,15 @@ struct HardeningCLITests {
     func memoryScan() throws {
         let (directory, ring) = try Self.markerFixture("memscan")
         // Stops when the outcome line is written (the rotation is done, the keys still live) and
-        // at _exit; takes a core that leaves out MADV_DONTDUMP pages (what the kernel would dump),
-        // one with them (the live key buffers, to prove the scan sees keys), and one at exit.
+        // at _exit. The `write` breakpoint is libc's, pending until libc loads: since swift-crypto
+        // left, the executable has no `write@plt` of its own to stop at before `run`. Takes a core
+        // that leaves out MADV_DONTDUMP pages (what the kernel would dump), one with them (the live
+        // key buffers, to prove the scan sees keys), and one at exit.
         let script = """
             set pagination off
             set confirm off
             handle SIGPIPE nostop noprint
+            set breakpoint pending on
             break write if $rdi == 1
             run
             python import gdb; print("corelimit=" + [l for l in open("/proc/%d/limits" % gdb.selected_inferior().pid) if l.startswith("Max core")][0].split()[4])
