@@ -81,6 +81,8 @@ public struct CostArguments: Sendable {
             }
         }
         guard runs > 0, !folder.isEmpty else { throw WorkloadError(description: "--runs needs a positive number, --folder a path") }
+        // Absolute: a Keys file resolves a relative database path from its own folder.
+        folder = URL(fileURLWithPath: folder).standardizedFileURL.path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     }
 }
