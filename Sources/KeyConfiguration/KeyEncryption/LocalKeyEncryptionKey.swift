@@ -2,10 +2,9 @@ import CipherFormats
 import DurableFiles
 import Foundation
 
-/// A key-encryption key held by this process: AES-256-GCM (OpenSSL's libcrypto, which SQLCipher
-/// links) with a random 96-bit
-/// nonce per wrap, authenticating the ``KeyWrappingContext``. A wrapped value is the nonce, the
-/// 32 encrypted bytes and the 16-byte tag (60 bytes).
+/// A key-encryption key held by this process: AES-256-GCM (the libcrypto SQLCipher links) with
+/// a random 96-bit nonce per wrap, authenticating the ``KeyWrappingContext``. A wrapped value is
+/// the nonce, the 32 encrypted bytes and the 16-byte tag (60 bytes).
 ///
 /// Its 256-bit key comes from a raw key (hex, a binary or hex file, a variable, a systemd
 /// credential) or from a passphrase through PBKDF2-HMAC-SHA512 with 256,000 rounds and the KEK's
