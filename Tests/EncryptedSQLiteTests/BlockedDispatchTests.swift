@@ -114,4 +114,20 @@ struct OwnThreadTraitTests {
     func runsOnItsOwnQueue() {
         #expect(DispatchQueue.getSpecific(key: SerialQueueExecutor.key) == true)
     }
+
+    @Test("OwnThread.started runs its work while every thread of the cooperative pool is blocked, and value() returns it")
+    func startedWhilePoolBlocked() async throws {
+        let blocker = BlockedDispatchTests.GlobalQueueBlocker(count: BlockedDispatchTests.blockedItems, guardAfter: .seconds(120))
+        let ran = DispatchSemaphore(value: 0)
+        let work = OwnThread.started { () -> Int in
+            ran.signal()
+            return 7
+        }
+        // A hang guard only: the work signals as soon as its thread runs. Work started from a Task
+        // would wait for the pool: one more thread about every second, after the blocker's 40 and more.
+        let signalled = ran.wait(timeout: .now() + 20) == .success
+        #expect(!blocker.release(), "the blocker's hang guard let the pool go first")
+        #expect(signalled, "the work did not start while the pool was blocked")
+        #expect(try await work.value() == 7)
+    }
 }

@@ -230,17 +230,18 @@ struct ServiceAPITests {
         try await database.write { db in try db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, note TEXT); INSERT INTO t(note) VALUES ('before')") }
         list.withLock { $0 = try! KeyList(database: path, keys: [old, new]) }
         let pause = watch.pause { $0.actor == "rotator" && $0.isLockTaken(FileLockLevel.exclusive) }
-        let rotation = Task {
-            try await OwnThread.run {
-                VFSWatch.setActor("rotator")
-                defer { VFSWatch.setActor(nil) }
-                return try database.rotateToCurrentKey()?.toKeyID
-            }
+        // Started on its thread now: not from a Task, which waits for a free thread of the pool.
+        let rotation = OwnThread.started {
+            VFSWatch.setActor("rotator")
+            defer { VFSWatch.setActor(nil) }
+            return try database.rotateToCurrentKey()?.toKeyID
         }
         let reached = try await OwnThread.run { pause.waitUntilReached() != nil }
         guard reached else {
             pause.release()
-            Issue.record("the rotation never took its EXCLUSIVE lock")
+            let outcome: String
+            do { outcome = "it returned \(String(describing: try await rotation.value()))" } catch { outcome = "it threw \(error)" }
+            Issue.record("the rotation never took its EXCLUSIVE lock: \(outcome)")
             return
         }
         // The rotation holds the writer and the file now, for as long as the test keeps it there.
@@ -265,7 +266,7 @@ struct ServiceAPITests {
         #expect(probe.keyID == "old" && probe.currentKeyID == "new" && probe.needsRotation)
         #expect(!guardFired.withLock { $0 }, "the hang guard (300 s) released the rotation before the test did")
         pause.release()
-        #expect(try await rotation.value == "new")
+        #expect(try await rotation.value() == "new")
         try await database.write { db in try db.execute("INSERT INTO t(note) VALUES ('after')") }
         #expect(runs.value == 0)
         #expect(try await Self.notes(database) == ["before", "after"])

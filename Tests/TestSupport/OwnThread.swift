@@ -29,6 +29,53 @@ public enum OwnThread {
         Thread { work() }.start()
     }
 
+    /// Starts `work` on a new thread at once and returns a handle to await its value: for work
+    /// that must be running before the test goes on (a rotation a pause will stop). A `Task`
+    /// that calls ``run(_:)`` starts only when a thread of the cooperative pool is free, which
+    /// in a loaded run took longer than a test's hang guard.
+    ///
+    /// ```swift
+    /// let rotation = OwnThread.started { try database.rotateToCurrentKey() }
+    /// … 
+    /// let report = try await rotation.value()
+    /// ```
+    public static func started<T: Sendable>(_ work: @escaping @Sendable () throws -> T) -> Started<T> {
+        let handle = Started<T>()
+        Thread { handle.finish(Result { try work() }) }.start()
+        return handle
+    }
+
+    /// The value of work begun by ``started(_:)``.
+    public final class Started<T: Sendable>: @unchecked Sendable {
+        private let lock = NSLock()
+        // Invariant: only touched with `lock` held; `waiter` is resumed once, by whichever of
+        // `finish` and `value` comes second.
+        private var result: Result<T, any Error>?
+        private var waiter: CheckedContinuation<T, any Error>?
+
+        fileprivate init() {}
+
+        fileprivate func finish(_ outcome: Result<T, any Error>) {
+            let waiting = lock.withLock { () -> CheckedContinuation<T, any Error>? in
+                result = outcome
+                defer { waiter = nil }
+                return waiter
+            }
+            waiting?.resume(with: outcome)
+        }
+
+        /// Waits (suspended) for the work's end; returns its value or throws its error. Call once.
+        public func value() async throws -> T {
+            try await withCheckedThrowingContinuation { continuation in
+                let done = lock.withLock { () -> Result<T, any Error>? in
+                    if result == nil { waiter = continuation }
+                    return result
+                }
+                if let done { continuation.resume(with: done) }
+            }
+        }
+    }
+
     /// Runs `work(0)` … `work(count - 1)` at once, each on a thread of its own, and waits for them
     /// all; returns their values in lane order, or throws the first lane's error. For a test whose
     /// trials are independent and each mostly waits on one process (a kill trial): lanes shorten
