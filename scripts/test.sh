@@ -107,7 +107,7 @@ host_suite() {
     # background rotation (its thread and the writer lock).
     phase "SQLCipher $engine: ThreadSanitizer (concurrency, transactions, page re-encryption workers, catch-up)" \
       swift test --sanitize=thread --scratch-path .build-tsan \
-        --filter "EncryptedSQLiteTests\.(ConcurrencyTests|PageReencryptionTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests|BackgroundRotationTests|ServiceAPITests)|SQLCipherConnectionTests\.TransactionTests|DurableFilesTests\.WriteBehindFileTests"
+        --filter "EncryptedSQLiteTests\.(ConcurrencyTests|PageReencryptionTests|RotationElsewhereTests|ReaderPoolFormatTests|GroupCommitTests|BackgroundRotationTests|ServiceAPITests|WriterExecutorTests)|SQLCipherConnectionTests\.TransactionTests|DurableFilesTests\.WriteBehindFileTests"
   fi
 }
 

@@ -91,6 +91,26 @@ struct AsyncOverloadTests {
         withExtendedLifetime(scratch) {}
     }
 
+    @Test("a loop of reads that run in the task lets another task of its one-thread executor run before the loop ends")
+    func readLoopLeavesRoom() async throws {
+        let directory = TemporaryDirectory("read-pacing")
+        let database = try ServiceAPITests.database(readers: 2, directory)
+        // One thread: the other task runs only when the reading task suspends.
+        let executor = SerialQueueExecutor()
+        let otherRan = Locked(false)
+        let reads = 5_000
+        let readsBeforeTheOther = try await Task(executorPreference: executor) {
+            let other = Task(executorPreference: executor) { otherRan.withLock { $0 = true } }
+            defer { other.cancel() }
+            for n in 0..<reads {
+                _ = try await database.read { db in try db.queryValue("SELECT 1", as: Int.self) }
+                if otherRan.withLock({ $0 }) { return n }
+            }
+            return reads
+        }.value
+        #expect(readsBeforeTheOther < reads, "\(reads) reads in the task never suspended it")
+    }
+
     @Test("where Swift does not rank overloads by context (top-level code, closures without await), the blocking overloads are refused, not run")
     func contextsSwiftDoesNotRank() throws {
         let snippet = """

@@ -21,6 +21,10 @@ final class PendingWrites: Sendable {
     /// taken by a drain that waits for the writer's lock (for tests: what a test that holds the
     /// writer waits for, instead of sleeping). Unused by the library.
     let waiting = Locked(0)
+    /// How many async writes have stopped waiting so far, started or given up (for tests: only
+    /// grows, so a test cannot miss it the way it can miss a moment of ``waiting``). Unused by
+    /// the library.
+    let leftWaiting = Locked(0)
     /// The most writes one transaction has run so far (for tests).
     let largestGroup = Locked(0)
 
@@ -70,9 +74,12 @@ extension SerializedWriter {
 
     /// Queues `pending` for the writer queue.
     func submit(_ pending: PendingWrite, through write: @escaping WriteTransaction) {
-        let waiting = pendingWrites.waiting
+        let waiting = pendingWrites.waiting, leftWaiting = pendingWrites.leftWaiting
         waiting.withLock { $0 += 1 }
-        pending.work.whenLeavingWait { waiting.withLock { $0 -= 1 } }
+        pending.work.whenLeavingWait {
+            waiting.withLock { $0 -= 1 }
+            leftWaiting.withLock { $0 += 1 }
+        }
         pendingWrites.append(pending)
         queue.async { self.drainWrites(write) }
     }

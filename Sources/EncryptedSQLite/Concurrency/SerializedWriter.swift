@@ -31,6 +31,8 @@ final class SerializedWriter: @unchecked Sendable {
     private(set) var isShutDown = false
     /// The one thread async writes (and async reads without a reader pool) run on.
     let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase.writer")
+    /// `queue` as a task executor (``EncryptedDatabase/writerExecutor``).
+    let executor: WriterExecutor
     /// Async writes waiting for `queue`.
     let pendingWrites = PendingWrites()
     /// Whether waiting async writes share one transaction (``OpenOptions/groupCommit``).
@@ -42,6 +44,7 @@ final class SerializedWriter: @unchecked Sendable {
         keyIDSnapshot = Locked(key.id)
         self.report = report
         self.groupCommit = groupCommit
+        executor = WriterExecutor(queue: queue)
     }
 
     /// Runs `body` holding the writer's lock, with its typed error.

@@ -36,7 +36,9 @@ extension EncryptedDatabase {
     public func close() {
         guard beginClosing() else { return }
         let rotation = cancelBackgroundRotation()
-        writer.queue.sync {}
+        // On the writer's queue already (a task on `writerExecutor`), the work queued before
+        // this runs after it returns; waiting for it here would never end.
+        if !writer.executor.isCurrent { writer.queue.sync {} }
         queue.waitUntilDrained()
         rotation?.waitUntilEnded()
         closeConnections()

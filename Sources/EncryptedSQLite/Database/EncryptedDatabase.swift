@@ -37,6 +37,16 @@ public final class EncryptedDatabase: Sendable {
     public let appliedMigrations: [String]
     /// The one writer connection, its lock, queue and group commit.
     let writer: SerializedWriter
+    /// The writer connection's thread as a task executor: a task that mostly writes runs there
+    /// with `Task(executorPreference: database.writerExecutor)`, and its awaited writes then need
+    /// no hand-over between threads (see ``WriterExecutor``).
+    ///
+    /// ```swift
+    /// let ingest = Task(executorPreference: database.writerExecutor) {
+    ///     for row in rows { try await database.write { db in try db.execute(insert, row) } }
+    /// }
+    /// ```
+    public var writerExecutor: WriterExecutor { writer.executor }
     /// Read-only connections for concurrent reads (``OpenOptions/concurrentReaders``), or `nil`.
     let readers: ReaderPool?
     /// Keeps the writer and readers on the file whoever rotates it: rotations made elsewhere,
