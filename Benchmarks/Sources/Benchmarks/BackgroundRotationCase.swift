@@ -14,7 +14,9 @@ extension BackgroundRotationWorkload {
         defer { try? FileManager.default.removeItem(atPath: caseFolder) }
         let path = caseFolder + "/app.sqlite"
         try FileManager.default.copyItem(atPath: base.path, toPath: path)
-        sync()
+        // Unflushed (`--background-unflushed`): the rotation starts while the copy's 256 MB or
+        // more are still being written out, as right after a user made or copied the file.
+        if !unflushed { sync() }
 
         let log = LogSink()
         var logger = Logger(label: "EncryptedSQLite.bench") { _ in CapturingHandler(sink: log) }

@@ -28,6 +28,8 @@ struct BackgroundRotationWorkload {
     let sustainedMB: Int
     let limitSeconds: Int
     let poolReaders: Int
+    /// Whether each case's fresh copy of the base file is left to the page cache (no `sync`).
+    var unflushed = false
     let oldKey = randomHexKey()
     let newKey = randomHexKey()
     /// The engine's own format: SQLCipher 3's (1 KiB pages) on 3.x, SQLCipher 4's (4 KiB) on 4.x.

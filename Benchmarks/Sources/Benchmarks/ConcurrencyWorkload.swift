@@ -13,6 +13,9 @@ struct ConcurrencyWorkload {
     let opsPerTask: Int
     let runs: Int
     let poolReaders: Int
+    /// Whether the writer tasks run on the database's `writerExecutor` (`--writer-executor`; the
+    /// read-heavy row runs both ways).
+    var writerOnExecutor = false
     let hexKey = randomHexKey()
     static let initialRows = 10_000
 
@@ -41,12 +44,16 @@ struct ConcurrencyWorkload {
     /// raw run's time over the raw writer chain's alone (`writers` threads, no readers, same file
     /// shape). The chain is timed next to each raw run of the pairs (alternating which goes first),
     /// and the ceiling is the median of the per-pair ratios, so that a slow phase of the shared
-    /// machine hits both sides of a ratio.
+    /// machine hits both sides of a ratio. Its target is 0.9× that ceiling (issue 34), met by the
+    /// library with its writer task on `writerExecutor`; the same library with the writer task on
+    /// the global executor is timed beside it in each pair and printed as a second row.
     func run(report: Report, modes: [Bool] = [false, true], readHeavy: Bool = false) throws {
         for wal in modes {
             var rawRunSeconds: [Double] = []
             var chainSeconds: [Double] = []
             let trace = LibraryRunTrace()
+            let poolTrace = LibraryRunTrace()
+            var onPool: [Double] = []
             let samples = try paired(runs: runs,
                                      baseline: {
                                          guard readHeavy else { return try rawOpsPerSecond(wal: wal) }
@@ -56,17 +63,28 @@ struct ConcurrencyWorkload {
                                          if !chainFirst { chainSeconds.append(try rawSeconds(wal: wal, readers: 0)) }
                                          return Double(totalOps) / rawRunSeconds.last!
                                      },
-                                     library: { try libraryOpsPerSecond(pool: wal, trace: readHeavy ? trace : nil) })
+                                     library: {
+                                         guard readHeavy else { return try libraryOpsPerSecond(pool: wal, onExecutor: writerOnExecutor) }
+                                         // Both ways of the writer task, alternating which goes first.
+                                         let poolFirst = onPool.count.isMultiple(of: 2)
+                                         if poolFirst { onPool.append(try libraryOpsPerSecond(pool: wal, onExecutor: false, trace: poolTrace)) }
+                                         let value = try libraryOpsPerSecond(pool: wal, onExecutor: true, trace: trace)
+                                         if !poolFirst { onPool.append(try libraryOpsPerSecond(pool: wal, onExecutor: false, trace: poolTrace)) }
+                                         return value
+                                     })
             let mode = wal ? "WAL" : "DELETE"
-            // Issue 24's targets: at least the raw handle's rate without a pool, 1.5× with one, 1.8× read-heavy.
-            let target: Target = readHeavy ? .ratioAtLeast(1.8) : wal ? .ratioAtLeast(1.5) : .ratioAtLeast(1.0)
+            // Issue 24's targets: at least the raw handle's rate without a pool, 1.5× with one;
+            // issue 34's read-heavy target: 0.9× the ceiling measured in the same run.
+            let pairs = zip(rawRunSeconds, chainSeconds).map { (run: $0 * 1000, chain: $1 * 1000) }
+            let ceilingRatio = pairs.isEmpty ? 0 : median(pairs.map { $0.run / $0.chain })
+            var target: Target = wal ? .ratioAtLeast(1.5) : .ratioAtLeast(1.0)
+            if readHeavy { target = .ratioAtLeast((0.9 * ceilingRatio * 100).rounded(.up) / 100) }
             var notes = ["operations": "\(totalOps) per run (\(opsPerTask) per task)"]
             var ceilingLine: String?
             if readHeavy {
-                let pairs = zip(rawRunSeconds, chainSeconds).map { (run: $0 * 1000, chain: $1 * 1000) }
                 let commits = writers * opsPerTask
                 let ceiling = String(format: "%.2f× (median over %d run pairs of raw run / its %d durable commits alone; medians %.1f ms / %.1f ms)",
-                                     median(pairs.map { $0.run / $0.chain }), pairs.count, commits,
+                                     ceilingRatio, pairs.count, commits,
                                      median(pairs.map(\.run)), median(pairs.map(\.chain)))
                 notes["ceiling"] = ceiling
                 notes["ceilingRuns"] = pairs.map { String(format: "%.2f× = %.1f ms / %.1f ms", $0.run / $0.chain, $0.run, $0.chain) }
@@ -74,12 +92,20 @@ struct ConcurrencyWorkload {
                 ceilingLine = "    ceiling of the ratio when every awaited write is durable before it returns: " + ceiling
                 let library = trace.summary()
                 notes["libraryRun"] = library
-                ceilingLine! += "\n    the library's runs: " + library
+                ceilingLine! += "\n    the library's runs, writer task on writerExecutor: " + library
+                ceilingLine! += "\n    the library's runs, writer task on the global executor: " + poolTrace.summary()
             }
+            let executorNote = readHeavy || writerOnExecutor ? ", writer tasks on writerExecutor" : ""
             report.add(ResultRow(workload: "7 \(writers)w+\(readers)r tasks, \(mode)", baseline: "raw C, 1 handle + mutex, \(mode)",
-                                 library: wal ? "EncryptedDatabase, pool of \(poolReaders)" : "EncryptedDatabase, no pool",
+                                 library: (wal ? "EncryptedDatabase, pool of \(poolReaders)" : "EncryptedDatabase, no pool") + executorNote,
                                  unit: "ops/s", baselineSamples: samples.baseline, librarySamples: samples.library, target: target,
                                  notes: notes))
+            if readHeavy {
+                report.add(ResultRow(workload: "7 \(writers)w+\(readers)r tasks, \(mode)", baseline: "raw C, 1 handle + mutex, \(mode)",
+                                     library: "EncryptedDatabase, pool of \(poolReaders), writer task on the global executor",
+                                     unit: "ops/s", baselineSamples: samples.baseline, librarySamples: onPool, target: nil,
+                                     notes: ["libraryRun": poolTrace.summary()]))
+            }
             if let ceilingLine { print(ceilingLine) }
         }
     }
@@ -88,9 +114,9 @@ struct ConcurrencyWorkload {
     func profile(_ variant: ProfileVariant) throws {
         switch variant {
         case .concurrencyRawDelete: _ = try rawOpsPerSecond(wal: false)
-        case .concurrencyLibraryDelete: _ = try libraryOpsPerSecond(pool: false)
+        case .concurrencyLibraryDelete: _ = try libraryOpsPerSecond(pool: false, onExecutor: writerOnExecutor)
         case .concurrencyRawWAL: _ = try rawOpsPerSecond(wal: true)
-        case .concurrencyLibraryWAL: _ = try libraryOpsPerSecond(pool: true)
+        case .concurrencyLibraryWAL: _ = try libraryOpsPerSecond(pool: true, onExecutor: writerOnExecutor)
         default: break
         }
     }
@@ -136,9 +162,10 @@ struct ConcurrencyWorkload {
         return seconds
     }
 
-    /// EncryptedSQLite: Swift tasks using the async API. With `trace`, also records how long each
-    /// writer task's awaits took and when the writer and reader tasks finished.
-    func libraryOpsPerSecond(pool: Bool, trace: LibraryRunTrace? = nil) throws -> Double {
+    /// EncryptedSQLite: Swift tasks using the async API; with `onExecutor`, the writer tasks prefer
+    /// the database's `writerExecutor`. With `trace`, also records how long each writer task's
+    /// awaits took and when the writer and reader tasks finished.
+    func libraryOpsPerSecond(pool: Bool, onExecutor: Bool, trace: LibraryRunTrace? = nil) throws -> Double {
         let path = folder + "/concurrency-lib.sqlite"
         try makeFile(path, wal: pool)
         let keys = try KeyList(database: path, keys: [DatabaseKey(id: "bench", source: .hex(hexKey))], environment: [:])
@@ -149,7 +176,7 @@ struct ConcurrencyWorkload {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for task in 0..<(writers + readers) {
                     let isWriter = task < writers
-                    group.addTask {
+                    group.addTask(executorPreference: isWriter && onExecutor ? database.writerExecutor : nil) {
                         var awaits: [Duration] = []
                         if trace != nil { awaits.reserveCapacity(opsPerTask) }
                         for op in 0..<opsPerTask {

@@ -66,9 +66,9 @@ struct MemoryWorkload {
         let concurrency = ConcurrencyWorkload(folder: folder, writers: 8, readers: 8, opsPerTask: 200, runs: 1, poolReaders: 4)
         switch variant {
         case "concurrency-raw-delete": _ = try concurrency.rawOpsPerSecond(wal: false)
-        case "concurrency-lib-delete": _ = try concurrency.libraryOpsPerSecond(pool: false)
+        case "concurrency-lib-delete": _ = try concurrency.libraryOpsPerSecond(pool: false, onExecutor: false)
         case "concurrency-raw-wal": _ = try concurrency.rawOpsPerSecond(wal: true)
-        case "concurrency-lib-wal": _ = try concurrency.libraryOpsPerSecond(pool: true)
+        case "concurrency-lib-wal": _ = try concurrency.libraryOpsPerSecond(pool: true, onExecutor: false)
         case "fetch-raw":
             let items = try tables.rawFetchAll(try RawConnection(path: path, key: tables.rawKey))
             guard items.count == rows else { throw BenchmarkError("raw fetch read \(items.count) rows") }

@@ -23,6 +23,8 @@ struct Options {
     /// Writer and reader tasks (workload 7).
     var writers = 8
     var readers = 8
+    /// Whether workload 7's writer tasks run on the database's `writerExecutor`.
+    var writerExecutor = false
     /// Operations per task (workload 7).
     var opsPerTask = 200
     /// Repetitions of workload 7.
@@ -34,6 +36,8 @@ struct Options {
     var backgroundMB = [256]
     /// Runs of each foreground/background case (medians reported).
     var backgroundRuns = 1
+    /// Whether the background-rotation cases start with their file's copy still being written out.
+    var backgroundUnflushed = false
     /// Size in MB of the sustained-write variant's file; 0 skips it.
     var backgroundSustainedMB = 256
     /// Seconds after which the sustained variant's copy is cancelled if it has not finished.
@@ -60,12 +64,16 @@ struct Options {
                                 (default: sqlcipher3, and sqlcipher4 on SQLCipher 4)
           --writers N           writer tasks in workload 7 (default 8)
           --readers N           reader tasks in workload 7 (default 8)
+          --writer-executor     workload 7's writer tasks run on the database's writerExecutor
+                                (the read-heavy row always shows both)
           --ops-per-task N      operations per task in workload 7 (default 200)
           --concurrency-runs N  repetitions of workload 7 (default 3)
           --pool-readers N      reader pool size in workloads 5 and 7 (default 4)
           --background-mb LIST  comma-separated file sizes in MB of the background-rotation workload, 0 skips
                                 its foreground/background matrix (default 256; e.g. 256,2048)
           --background-runs N   runs of each background-rotation case (median reported; default 1)
+          --background-unflushed  no sync after each case's copy of the file: the rotation starts
+                                while the page cache is still being written out
           --background-sustained-mb N  file size of the sustained-write variant, 0 skips it (default 256)
           --background-limit S  seconds after which the sustained variant's copy is cancelled (default 120)
           --only LIST           comma-separated: \(Workload.allCases.map(\.rawValue).joined(separator: ","))
@@ -114,6 +122,7 @@ struct Options {
                 }
             case "--writers": options.writers = try number(argument, minimum: 0)
             case "--readers": options.readers = try number(argument, minimum: 0)
+            case "--writer-executor": options.writerExecutor = true
             case "--ops-per-task": options.opsPerTask = try number(argument)
             case "--concurrency-runs": options.concurrencyRuns = try number(argument)
             case "--pool-readers": options.poolReaders = try number(argument)
@@ -124,6 +133,7 @@ struct Options {
                 }
                 options.backgroundMB = sizes.filter { $0 > 0 }
             case "--background-runs": options.backgroundRuns = try number(argument)
+            case "--background-unflushed": options.backgroundUnflushed = true
             case "--background-sustained-mb": options.backgroundSustainedMB = try number(argument, minimum: 0)
             case "--background-limit": options.backgroundLimit = try number(argument)
             case "--json": options.jsonPath = try value(argument)

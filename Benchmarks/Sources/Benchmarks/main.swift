@@ -53,7 +53,7 @@ do {
             try OpenWorkloads(folder: folder, runs: 1, poolReaders: options.poolReaders).profile(variant)
         case .concurrencyRawDelete, .concurrencyLibraryDelete, .concurrencyRawWAL, .concurrencyLibraryWAL:
             try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
-                                    runs: 1, poolReaders: options.poolReaders).profile(variant)
+                                    runs: 1, poolReaders: options.poolReaders, writerOnExecutor: options.writerExecutor).profile(variant)
         default:
             try TableWorkloads(folder: folder, rows: options.rows, lookups: options.lookups).profile(variant)
         }
@@ -82,10 +82,10 @@ do {
     }
     if options.runs(.concurrency) {
         try ConcurrencyWorkload(folder: folder, writers: options.writers, readers: options.readers, opsPerTask: options.opsPerTask,
-                                runs: options.concurrencyRuns, poolReaders: options.poolReaders).run(report: report)
+                                runs: options.concurrencyRuns, poolReaders: options.poolReaders, writerOnExecutor: options.writerExecutor).run(report: report)
         // The read-heavy variant: 1 writer and 16 readers, with the pool.
         try ConcurrencyWorkload(folder: folder, writers: 1, readers: 16, opsPerTask: options.opsPerTask,
-                                runs: options.concurrencyRuns, poolReaders: options.poolReaders).run(report: report, modes: [true], readHeavy: true)
+                                runs: options.concurrencyRuns, poolReaders: options.poolReaders, writerOnExecutor: options.writerExecutor).run(report: report, modes: [true], readHeavy: true)
     }
     if options.runs(.candidates) {
         try CandidateWorkload(folder: folder, runs: options.concurrencyRuns).run(report: report)
@@ -99,7 +99,7 @@ do {
     if options.runs(.backgroundRotation), !options.backgroundMB.isEmpty || options.backgroundSustainedMB > 0 {
         try BackgroundRotationWorkload(folder: folder, sizesMB: options.backgroundMB, runs: options.backgroundRuns,
                                        sustainedMB: options.backgroundSustainedMB, limitSeconds: options.backgroundLimit,
-                                       poolReaders: 4).run(report: report)
+                                       poolReaders: 4, unflushed: options.backgroundUnflushed).run(report: report)
     }
     report.printTable(title: "Summary (machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, possibly shared; ratios are same-run)")
     try report.writeJSON(to: options.jsonPath, settings: [
