@@ -64,6 +64,7 @@ struct KeyEncryptionKeyDocument {
     /// The fields a key-encryption key entry may have.
     static let fields = ["id", "passphrase", "hex", "env", "file", "credential", "pkcs11", "external", "format", "salt", "created"]
 
+    /// Reads the entry whose mapping `fields` reads (made with this type's ``fields``).
     init(_ fields: FieldReader) throws(KeyConfigurationError) {
         let path = fields.path
         id = try fields.requiredString("id")
@@ -129,6 +130,7 @@ struct DatabaseDocument {
     /// The fields a database entry may have (made once, not for each of a fleet's entries).
     static let fields = ["path", "keys", "max_key_age_days"]
 
+    /// Reads the entry whose mapping `fields` reads (made with this type's ``fields``).
     init(_ fields: FieldReader) throws(KeyConfigurationError) {
         path = try fields.requiredString("path")
         let list = try fields.requiredList("keys")
@@ -161,6 +163,7 @@ struct KeyDocument {
         "id", "passphrase", "hex", "env", "file", "credential", "wrapped_by", "wrapped_key", "format", "plaintext", "cipher", "legacy", "created",
     ]
 
+    /// Reads the entry whose mapping `fields` reads (made with this type's ``fields``).
     init(_ fields: FieldReader) throws(KeyConfigurationError) {
         let path = fields.path
         id = try fields.requiredString("id")
