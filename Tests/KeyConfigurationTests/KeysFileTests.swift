@@ -91,6 +91,24 @@ struct KeysFileTests {
         #expect(list.ids == keys.map(\.id))
     }
 
+    @Test("a passphrase that an alias also puts where text is read never becomes that text, before or after its own field")
+    func aliasedSecret() throws {
+        let secret = "aliasedPassphrase2024"
+        let files = [
+            // The alias after the anchored passphrase, in a later key.
+            "databases:\n  - path: a.sqlite\n    keys:\n      - id: k1\n        passphrase: &p \(secret)\n      - id: *p\n        env: APP_KEY\n",
+            // The anchored value read as an id first, then as a passphrase through the alias.
+            "databases:\n  - path: a.sqlite\n    keys:\n      - id: &p \(secret)\n        env: APP_KEY\n      - id: k2\n        passphrase: *p\n",
+        ]
+        for yaml in files {
+            let file = try KeysFile.load(path: write(yaml))
+            let keys = file.entries[0].keys
+            #expect(keys.count == 2)
+            #expect(keys.allSatisfy { !$0.id.contains(secret) }, "\(keys.map(\.id))")
+            #expect(keys.contains { if case .passphrase = $0.source { true } else { false } })
+        }
+    }
+
     @Test("a hex key made only of digits still loads as text")
     func numericHex() throws {
         let digits = String(repeating: "1234567890", count: 7).prefix(64)

@@ -7,7 +7,7 @@ extension KeysFile {
     /// passphrases only, an environment variable's name under `env` and `pin_env`.
     /// - Throws: ``KeyConfigurationError/keysFileInvalid(path:location:problem:)``.
     static func keyEncryptionKeyEntry(
-        from document: KeyEncryptionKeyDocument, at index: Int, keysFile: String, baseDirectory: String, secrets: KeysFileSecrets
+        from document: KeyEncryptionKeyDocument, at index: Int, keysFile: String, baseDirectory: String
     ) throws(KeyConfigurationError) -> KeyEncryptionKeyEntry {
         let location = "key_encryption_keys[\(index)], key \"\(document.id)\""
         func invalid(_ problem: String) -> KeyConfigurationError { .keysFileInvalid(path: keysFile, location: location, problem: problem) }
@@ -38,12 +38,11 @@ extension KeysFile {
         }
         let format = document.format ?? .passphrase
         let source: KeyEncryptionKeySource
-        if let placeholder = document.passphrase ?? document.hex {
-            guard let text = secrets.value(forPlaceholder: placeholder) else {
-                throw invalid("the \(document.passphrase != nil ? "passphrase" : "hex") value could not be read byte-exactly; write it on one line, plain or in quotes")
-            }
-            if document.passphrase != nil && salt == nil { throw invalid(KeyWrappingProblem.saltNeeded.description) }
-            source = .local(document.passphrase != nil ? .passphrase(text) : .hex(text), salt: salt)
+        if let text = document.passphrase {
+            if salt == nil { throw invalid(KeyWrappingProblem.saltNeeded.description) }
+            source = .local(.passphrase(text), salt: salt)
+        } else if let text = document.hex {
+            source = .local(.hex(text), salt: salt)
         } else if let variable = document.env {
             guard isEnvironmentVariableName(variable) else {
                 throw invalid("env must be the NAME of an environment variable (the value given is not shown, in case it is the key itself)")

@@ -12,11 +12,10 @@ extension KeysFile {
     ///   - database: The database path as written, for messages.
     ///   - keysFile: The Keys file's path, for messages.
     ///   - baseDirectory: The folder a relative key-file path is taken from.
-    ///   - secrets: The passphrase and hex values, which the decoded entry holds placeholders for.
     /// - Throws: ``KeyConfigurationError/keySourceCount(keyID:database:sources:keysFile:)`` or
     ///   ``KeyConfigurationError/keysFileInvalid(path:location:problem:)``.
     static func databaseKey(
-        from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String, secrets: KeysFileSecrets
+        from key: KeyDocument, at index: Int, database: String, keysFile: String, baseDirectory: String
     ) throws(KeyConfigurationError) -> DatabaseKey {
         // Written out only for a message.
         var location: String { "databases[\(index)], key \"\(key.id)\"" }
@@ -47,11 +46,10 @@ extension KeysFile {
         let source: KeySource
         if key.plaintext == true {
             source = .plaintext
-        } else if let placeholder = key.passphrase ?? key.hex {
-            guard let text = secrets.value(forPlaceholder: placeholder) else {
-                throw .keysFileInvalid(path: keysFile, location: location, problem: "the \(key.passphrase != nil ? "passphrase" : "hex") value could not be read byte-exactly; write it on one line, plain or in quotes")
-            }
-            source = key.passphrase != nil ? .passphrase(text) : .hex(text)
+        } else if let text = key.passphrase {
+            source = .passphrase(text)
+        } else if let text = key.hex {
+            source = .hex(text)
         } else if let text = key.wrappedKey, let kekID = key.wrappedBy {
             // A data key is made by this library, never by SQLCipher 1.x or 2.x.
             if key.legacy == true { throw .keysFileInvalid(path: keysFile, location: location, problem: "a wrapped data key is never legacy") }

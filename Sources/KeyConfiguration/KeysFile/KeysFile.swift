@@ -109,27 +109,26 @@ public struct KeysFile: Sendable {
     /// Parses a Keys file's bytes (see ``KeysFileSecrets``).
     init(bytes: SecretBytes, path: String, baseDirectory: String, external: [String: any KeyEncryptionKey] = [:]) throws(KeyConfigurationError) {
         var fingerprint = (count: 0, hash: 0)
-        let parsed: Result<KeysFileSecrets, KeysFileSecrets.Failure> = bytes.withUnsafeBytes { raw in
+        // The document is read while the bytes are there: its text and secret values come from them.
+        let (document, holdsMaterial) = try bytes.withUnsafeBytes { (raw) throws(KeyConfigurationError) -> (KeysFileDocument, Bool) in
             fingerprint = KeysFileLayout.fingerprint(of: raw)
-            do throws(KeysFileSecrets.Failure) { return .success(try KeysFileSecrets(bytes: raw)) } catch { return .failure(error) }
-        }
-        let secrets: KeysFileSecrets
-        switch parsed {
-        case .success(let value): secrets = value
-        case .failure(let error): throw .keysFileInvalid(path: path, location: error.location, problem: error.problem)
-        }
-        let document: KeysFileDocument
-        do {
-            // The nodes of the one parse (KeysFileSecrets), secret values as placeholders.
-            document = try KeysFileDocument(secrets.root)
-        } catch {
-            throw Self.configurationError(decoding: error, path: path)
+            let secrets: KeysFileSecrets
+            do throws(KeysFileSecrets.Failure) {
+                secrets = try KeysFileSecrets(bytes: raw)
+            } catch {
+                throw .keysFileInvalid(path: path, location: error.location, problem: error.problem)
+            }
+            do throws(KeyConfigurationError) {
+                return (try KeysFileDocument(secrets.root, finder: secrets.finder), secrets.finder.holdsMaterial)
+            } catch {
+                throw Self.configurationError(decoding: error, path: path)
+            }
         }
         self.path = path
-        holdsMaterial = secrets.holdsMaterial
+        self.holdsMaterial = holdsMaterial
         var kekEntries: [KeyEncryptionKeyEntry] = []
         for (index, kek) in document.keyEncryptionKeys.enumerated() {
-            let entry = try Self.keyEncryptionKeyEntry(from: kek, at: index, keysFile: path, baseDirectory: baseDirectory, secrets: secrets)
+            let entry = try Self.keyEncryptionKeyEntry(from: kek, at: index, keysFile: path, baseDirectory: baseDirectory)
             guard !kekEntries.contains(where: { $0.id == entry.id }) else {
                 throw .keysFileInvalid(path: path, location: "key_encryption_keys[\(index)]", problem: "key-encryption key id \"\(entry.id)\" appears twice; give every KEK its own id")
             }
@@ -149,7 +148,7 @@ public struct KeysFile: Sendable {
             let absolute = Self.absolute(database.path, base: baseDirectory)
             var keys: [DatabaseKey] = []
             for key in database.keys {
-                keys.append(try Self.databaseKey(from: key, at: index, database: database.path, keysFile: path, baseDirectory: baseDirectory, secrets: secrets))
+                keys.append(try Self.databaseKey(from: key, at: index, database: database.path, keysFile: path, baseDirectory: baseDirectory))
             }
             if let days = database.maxKeyAgeDays, days < 1 {
                 throw .keysFileInvalid(path: path, location: "databases[\(index)].max_key_age_days", problem: "the maximum key age must be a whole number of days, at least 1")

@@ -1,12 +1,12 @@
 import CipherFormats
 import Yams
 
-// The YAML shape of a Keys file, read strictly from the composed node tree: every mapping refuses
-// fields it does not know (usually typos), and every field must have the kind of value it takes.
-// `KeysFile.init(yaml:path:baseDirectory:)` checks the values. The tree is walked directly rather
-// than through Codable: a fleet's Keys file has tens of thousands of entries, and decoding them
-// through Yams's Decoder cost about half of loading one. The fields are read with `FieldReader`
-// (KeysFileFields.swift).
+// The YAML shape of a Keys file, read strictly from the node tree composed from its masked copy
+// (KeysFileSecrets): every mapping refuses fields it does not know (usually typos), and every field
+// must have the kind of value it takes. `KeysFile.init(yaml:path:baseDirectory:)` checks the values.
+// The tree is walked once, directly rather than through Codable (a fleet's Keys file has tens of
+// thousands of entries): each value's text, or a secret value's bytes, is read from the file where
+// the document reads it. The fields are read with `FieldReader` (KeysFileFields.swift).
 
 /// The whole file: optionally `key_encryption_keys:`, and `databases:`, a list of database entries.
 struct KeysFileDocument {
@@ -16,40 +16,35 @@ struct KeysFileDocument {
     /// ``KeyDocument``).
     private(set) var layout = KeysFileLayout()
 
-    /// Reads the composed document (`nil` for a file with no YAML document in it).
-    init(_ root: Node?) throws(KeyConfigurationError) {
+    /// Reads the composed document (`nil` for a file with no YAML document in it) through
+    /// `finder`, which reads the text and secret values from the file.
+    init(_ root: Node?, finder: Finder) throws(KeyConfigurationError) {
         guard let root else {
             throw .keysFileInvalid(path: "", location: "the top level", problem: "the file holds no YAML document")
         }
-        let fields = try FieldReader(root, at: DocumentPath(), allowed: ["key_encryption_keys", "databases"])
+        let fields = try FieldReader(root, at: DocumentPath(), allowed: ["key_encryption_keys", "databases"], finder: finder, inFlow: false)
         var keks: [KeyEncryptionKeyDocument] = []
         if let list = try fields.list("key_encryption_keys") {
             let listPath = fields.path.field("key_encryption_keys")
-            for (index, node) in list.enumerated() {
-                keks.append(try KeyEncryptionKeyDocument(node, at: listPath.item(index)))
+            for (index, node) in list.items.enumerated() {
+                keks.append(try KeyEncryptionKeyDocument(FieldReader(node, at: listPath.item(index), allowed: KeyEncryptionKeyDocument.fields, finder: finder, inFlow: list.inFlow)))
             }
         }
         let list = try fields.requiredList("databases")
         let listPath = fields.path.field("databases")
         var databases: [DatabaseDocument] = []
-        databases.reserveCapacity(list.count)
-        for (index, node) in list.enumerated() {
-            databases.append(try DatabaseDocument(node, at: listPath.item(index)))
+        databases.reserveCapacity(list.items.count)
+        for (index, node) in list.items.enumerated() {
+            databases.append(try DatabaseDocument(FieldReader(node, at: listPath.item(index), allowed: DatabaseDocument.fields, finder: finder, inFlow: list.inFlow)))
         }
         keyEncryptionKeys = keks
         self.databases = databases
-        if case .mapping(let mapping) = root {
-            layout.topLevelIsBlockMapping = mapping.style != .flow
-            for index in mapping.indices {
-                let (key, value) = mapping[index]
-                guard case .scalar(let name) = key, let mark = name.mark else { continue }
-                if name.string == "databases" { layout.databasesKey = (mark.line, mark.column) }
-                if name.string == "key_encryption_keys" {
-                    layout.keyEncryptionKeysLine = mark.line
-                    if case .sequence(let list) = value, list.style != .flow, let listMark = list.mark, let lastMark = list.last?.mark {
-                        layout.keyEncryptionKeyList = (listMark.line, listMark.column, lastMark.line)
-                    }
-                }
+        layout.topLevelIsBlockMapping = !fields.isFlowMapping
+        if let mark = fields.nameMark("databases") { layout.databasesKey = (mark.line, mark.column) }
+        if let mark = fields.nameMark("key_encryption_keys") {
+            layout.keyEncryptionKeysLine = mark.line
+            if case .sequence(let list)? = fields.node("key_encryption_keys"), list.style != .flow, let listMark = list.mark, let lastMark = list.last?.mark {
+                layout.keyEncryptionKeyList = (listMark.line, listMark.column, lastMark.line)
             }
         }
     }
@@ -60,19 +55,25 @@ struct KeysFileDocument {
 /// sources, and an optional `created` date.
 struct KeyEncryptionKeyDocument {
     let id: String
-    let passphrase, hex, env, file, credential, external, salt, created: String?
+    /// Key material, read from the file's bytes.
+    let passphrase, hex: KeyText?
+    let env, file, credential, external, salt, created: String?
     let pkcs11: PKCS11Document?
     let format: KeyFormat?
 
-    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
-        let fields = try FieldReader(node, at: path, allowed: ["id", "passphrase", "hex", "env", "file", "credential", "pkcs11", "external", "format", "salt", "created"])
+    /// The fields a key-encryption key entry may have.
+    static let fields = ["id", "passphrase", "hex", "env", "file", "credential", "pkcs11", "external", "format", "salt", "created"]
+
+    /// Reads the entry whose mapping `fields` reads (made with this type's ``fields``).
+    init(_ fields: FieldReader) throws(KeyConfigurationError) {
+        let path = fields.path
         id = try fields.requiredString("id")
-        passphrase = try fields.string("passphrase")
-        hex = try fields.string("hex")
+        passphrase = try fields.secret("passphrase")
+        hex = try fields.secret("hex")
         env = try fields.string("env")
         file = try fields.string("file")
         credential = try fields.string("credential")
-        pkcs11 = try fields.node("pkcs11").map { (node) throws(KeyConfigurationError) in try PKCS11Document(node, at: path.field("pkcs11")) }
+        pkcs11 = try fields.node("pkcs11").map { (node) throws(KeyConfigurationError) in try PKCS11Document(node, at: path.field("pkcs11"), in: fields) }
         external = try fields.string("external")
         format = try fields.format("format")
         salt = try fields.string("salt")
@@ -81,8 +82,9 @@ struct KeyEncryptionKeyDocument {
 
     /// The names of the sources this entry gives.
     var presentSources: [String] {
-        [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file), ("credential", credential), ("external", external)]
-            .compactMap { $0.1 == nil ? nil : $0.0 } + (pkcs11 == nil ? [] : ["pkcs11"])
+        [("passphrase", passphrase != nil), ("hex", hex != nil), ("env", env != nil), ("file", file != nil), ("credential", credential != nil),
+         ("external", external != nil), ("pkcs11", pkcs11 != nil)]
+            .compactMap { $0.1 ? $0.0 : nil }
     }
 }
 
@@ -96,11 +98,12 @@ struct PKCS11Document {
     let key: String
     let pinEnv, pinFile: String?
 
-    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
-        if node.mapping?.contains(where: { $0.key.scalar?.string == "pin" }) == true {
+    /// Reads `node`, the value of field `pkcs11` of the mapping `parent` reads.
+    init(_ node: Node, at path: DocumentPath, in parent: FieldReader) throws(KeyConfigurationError) {
+        if try parent.mapping(node, hasField: "pin") {
             throw .keysFileInvalid(path: "", location: path.location, problem: "a PIN is never written in the Keys file (its value is not shown); give pin_env: VARIABLE or pin_file: PATH")
         }
-        let fields = try FieldReader(node, at: path, allowed: ["module", "token", "slot", "key", "pin_env", "pin_file"])
+        let fields = try FieldReader(node, at: path, allowed: ["module", "token", "slot", "key", "pin_env", "pin_file"], finder: parent.finder, inFlow: parent.inFlow)
         module = try fields.requiredString("module")
         token = try fields.string("token")
         if let number = try fields.int("slot") {
@@ -127,15 +130,15 @@ struct DatabaseDocument {
     /// The fields a database entry may have (made once, not for each of a fleet's entries).
     static let fields = ["path", "keys", "max_key_age_days"]
 
-    init(_ node: Node, at location: DocumentPath) throws(KeyConfigurationError) {
-        let fields = try FieldReader(node, at: location, allowed: Self.fields)
+    /// Reads the entry whose mapping `fields` reads (made with this type's ``fields``).
+    init(_ fields: FieldReader) throws(KeyConfigurationError) {
         path = try fields.requiredString("path")
         let list = try fields.requiredList("keys")
-        let listPath = location.field("keys")
+        let listPath = fields.path.field("keys")
         var keys: [KeyDocument] = []
-        keys.reserveCapacity(list.count)
-        for (index, node) in list.enumerated() {
-            keys.append(try KeyDocument(node, at: listPath.item(index)))
+        keys.reserveCapacity(list.items.count)
+        for (index, node) in list.items.enumerated() {
+            keys.append(try KeyDocument(FieldReader(node, at: listPath.item(index), allowed: KeyDocument.fields, finder: fields.finder, inFlow: list.inFlow)))
         }
         self.keys = keys
         maxKeyAgeDays = try fields.int("max_key_age_days")
@@ -146,7 +149,9 @@ struct DatabaseDocument {
 /// optional `cipher` settings, `legacy` flag and `created` date (text, checked by `KeysFile`).
 struct KeyDocument {
     let id: String
-    let passphrase, hex, env, file, credential, wrappedBy, wrappedKey, created: String?
+    /// Key material, read from the file's bytes.
+    let passphrase, hex: KeyText?
+    let env, file, credential, wrappedBy, wrappedKey, created: String?
     let format: KeyFormat?
     let plaintext, legacy: Bool?
     let cipher: CipherDocument?
@@ -158,16 +163,17 @@ struct KeyDocument {
         "id", "passphrase", "hex", "env", "file", "credential", "wrapped_by", "wrapped_key", "format", "plaintext", "cipher", "legacy", "created",
     ]
 
-    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
-        let fields = try FieldReader(node, at: path, allowed: Self.fields)
+    /// Reads the entry whose mapping `fields` reads (made with this type's ``fields``).
+    init(_ fields: FieldReader) throws(KeyConfigurationError) {
+        let path = fields.path
         id = try fields.requiredString("id")
-        passphrase = try fields.string("passphrase")
-        hex = try fields.string("hex")
+        passphrase = try fields.secret("passphrase")
+        hex = try fields.secret("hex")
         env = try fields.string("env")
         file = try fields.string("file")
         format = try fields.format("format")
         plaintext = try fields.bool("plaintext")
-        cipher = try fields.node("cipher").map { (node) throws(KeyConfigurationError) in try CipherDocument(node, at: path.field("cipher")) }
+        cipher = try fields.node("cipher").map { (node) throws(KeyConfigurationError) in try CipherDocument(node, at: path.field("cipher"), in: fields) }
         legacy = try fields.bool("legacy")
         created = try fields.string("created")
         credential = try fields.string("credential")
@@ -183,14 +189,15 @@ struct KeyDocument {
     /// The names of the sources this entry gives (`passphrase`, `hex`, `env`, `file`,
     /// `credential`, `wrapped_key`, `plaintext`).
     var presentSources: [String] {
-        [("passphrase", passphrase), ("hex", hex), ("env", env), ("file", file), ("credential", credential), ("wrapped_key", wrappedKey)]
-            .compactMap { $0.1 == nil ? nil : $0.0 } + (plaintext == true ? ["plaintext"] : [])
+        [("passphrase", passphrase != nil), ("hex", hex != nil), ("env", env != nil), ("file", file != nil), ("credential", credential != nil),
+         ("wrapped_key", wrappedKey != nil), ("plaintext", plaintext == true)]
+            .compactMap { $0.1 ? $0.0 : nil }
     }
 
     /// How many sources this entry gives: `presentSources.count`, without making the list.
     var presentSourceCount: Int {
         var count = plaintext == true ? 1 : 0
-        for source in [passphrase, hex, env, file, credential, wrappedKey] where source != nil { count += 1 }
+        for present in [passphrase != nil, hex != nil, env != nil, file != nil, credential != nil, wrappedKey != nil] where present { count += 1 }
         return count
     }
 }
@@ -203,12 +210,13 @@ struct CipherDocument {
 
     static let generationNames = CipherGeneration.allCases.map(\.name).joined(separator: ", ")
 
-    init(_ node: Node, at path: DocumentPath) throws(KeyConfigurationError) {
+    /// Reads `node`, the value of field `cipher` of the mapping `parent` reads.
+    init(_ node: Node, at path: DocumentPath, in parent: FieldReader) throws(KeyConfigurationError) {
         func invalid(_ problem: String, at field: String? = nil) -> KeyConfigurationError {
             .keysFileInvalid(path: "", location: (field.map { path.field($0) } ?? path).location, problem: problem)
         }
         if case .scalar(let scalar) = node {
-            guard let generation = CipherGeneration(name: scalar.string) else {
+            guard let generation = CipherGeneration(name: try parent.text(of: scalar)) else {
                 throw invalid("cipher must be one of \(Self.generationNames), or a mapping of settings")
             }
             settings = CipherSettings(generation: generation)
@@ -217,7 +225,7 @@ struct CipherDocument {
         let fields = try FieldReader(node, at: path, allowed: [
             "compatibility", "kdf_iter", "page_size", "use_hmac", "kdf_algorithm", "hmac_algorithm", "plaintext_header_size",
             "hmac_pgno", "hmac_salt_mask", "fast_kdf_iter",
-        ])
+        ], finder: parent.finder, inFlow: parent.inFlow)
         func digest(_ name: String) throws(KeyConfigurationError) -> CipherDigest? {
             guard let text = try fields.string(name) else { return nil }
             guard let digest = CipherDigest(rawValue: text.lowercased()) else {

@@ -47,52 +47,106 @@ struct DocumentPath {
     }
 }
 
-/// The fields of one mapping, after checking that the node is a mapping of known fields only.
+/// The fields of one mapping of the masked node tree (KeysFileSecrets), after checking that the
+/// node is a mapping of known fields only, with no YAML tag on it, its names or its values. Its
+/// values are read through the ``Finder``: text from the file, secret values as bytes.
 struct FieldReader {
     let path: DocumentPath
-    /// The fields' names and values in file order (a handful: looked up by a scan, cheaper than a
-    /// dictionary made for each of a fleet's entries).
-    private let names: [String]
-    private let values: [Node]
+    /// Reads the file's text and secret values for the nodes.
+    let finder: Finder
+    /// `true` when the mapping is written in flow style (`{…}`) or inside a flow collection.
+    let inFlow: Bool
+    private let mapping: Node.Mapping
+    private let allowed: [String]
+    /// For each of `allowed`, by its index, four bits: the index of its pair in `mapping`, or
+    /// 0xF when absent. Each field is there once and every field is allowed, so a mapping read
+    /// has fewer pairs than that; no array is made for each of a fleet's mappings.
+    private let slots: UInt64
 
-    /// Reads `node` at `path` as a mapping whose fields are all in `allowed`.
+    /// Reads `node` at `path` as a mapping whose fields are all in `allowed` (at most 15).
+    /// - Parameter inFlow: `true` when the node is inside a flow collection.
     /// - Throws: ``KeyConfigurationError/keysFileInvalid(path:location:problem:)`` when it is not a
-    ///   mapping, ``KeyConfigurationError/unknownField(path:location:field:allowed:)`` for the first
+    ///   mapping, when it, a name or a value has a YAML tag, or a name cannot be read;
+    ///   ``KeyConfigurationError/unknownField(path:location:field:allowed:)`` for the first
     ///   unknown field (not shown unless it looks like a field name). The Keys file's path is
     ///   filled in by the caller.
-    init(_ node: Node, at path: DocumentPath, allowed: [String]) throws(KeyConfigurationError) {
+    init(_ node: Node, at path: DocumentPath, allowed: [String], finder: Finder, inFlow: Bool) throws(KeyConfigurationError) {
+        assert(allowed.count < 16)
+        try Self.reading { () throws(Finder.Failure) in try finder.refuseTag(at: node.mark) }
         guard case .mapping(let mapping) = node else {
             throw .keysFileInvalid(path: "", location: path.location, problem: "expected a mapping with the documented fields")
         }
-        var names: [String] = []
-        var values: [Node] = []
-        names.reserveCapacity(mapping.count)
-        values.reserveCapacity(mapping.count)
+        var slots = UInt64.max
+        // The first field not allowed: its text, or "" for a name that is not a scalar.
+        var unknown: String?
+        var escapedName = false
         // By index: iterating a Node.Mapping copies its pairs into a new array first.
         for index in mapping.indices {
             let (key, value) = mapping[index]
-            let name = key.scalar?.string ?? ""
-            guard key.scalar != nil, allowed.contains(name) else {
-                throw .unknownField(path: "", location: path.location, field: KeyConfigurationError.shownFieldName(name, allowed: allowed), allowed: allowed)
+            let name: (index: Int?, text: String?) = try Self.reading { () throws(Finder.Failure) in
+                try finder.refuseTag(at: key.mark)
+                try finder.refuseTag(at: value.mark)
+                guard case .scalar(let scalar) = key else { return (nil, "") }
+                // An escape masks as `\a`: names that differ in the masked copy may be equal text.
+                if scalar.string.utf8.contains(7) { escapedName = true }
+                return try finder.fieldName(of: scalar, among: allowed)
             }
-            // The composer refuses a field written twice, so each name is here once.
-            names.append(name)
-            values.append(value)
+            guard let field = name.index else {
+                if unknown == nil { unknown = name.text ?? "" }
+                continue
+            }
+            let shift = UInt64(4 * field)
+            slots = slots & ~(0xF << shift) | UInt64(min(index, 0xE)) << shift
+        }
+        if escapedName {
+            try Self.reading { () throws(Finder.Failure) in
+                var names: [String] = []
+                for index in mapping.indices {
+                    if case .scalar(let scalar) = mapping[index].key { names.append(try finder.text(of: scalar)) }
+                }
+                try finder.refuseDuplicateKeys(names, mark: mapping.mark)
+            }
+        }
+        if let unknown {
+            throw .unknownField(path: "", location: path.location, field: KeyConfigurationError.shownFieldName(unknown, allowed: allowed), allowed: allowed)
         }
         self.path = path
-        self.names = names
-        self.values = values
+        self.finder = finder
+        self.inFlow = inFlow || finder.opensFlow(mapping.mark)
+        self.mapping = mapping
+        self.allowed = allowed
+        self.slots = slots
+    }
+
+    /// `body`'s result, its failure as the error the load throws (the path is filled in later).
+    private static func reading<Value>(_ body: () throws(Finder.Failure) -> Value) throws(KeyConfigurationError) -> Value {
+        do { return try body() } catch { throw .keysFileInvalid(path: "", location: error.location, problem: error.problem) }
     }
 
     private func invalid(_ name: String, _ problem: String) -> KeyConfigurationError {
         .keysFileInvalid(path: "", location: path.field(name).location, problem: problem)
     }
 
+    /// The index in the mapping of the pair of field `name`, when it is there.
+    private func pair(_ name: String) -> Int? {
+        guard let field = allowed.firstIndex(of: name) else { return nil }
+        let pair = Int(truncatingIfNeeded: slots >> UInt64(4 * field) & 0xF)
+        return pair == 0xF ? nil : pair
+    }
+
+    /// `true` when the mapping is written in flow style (`{…}`).
+    var isFlowMapping: Bool { mapping.style == .flow }
+
+    /// Where the name of field `name` is, when it is there.
+    func nameMark(_ name: String) -> Mark? {
+        pair(name).flatMap { mapping[$0].key.mark }
+    }
+
     /// The field's node, or `nil` when it is absent or null (`~`, `null`, or nothing).
     func node(_ name: String) -> Node? {
-        guard let index = names.firstIndex(of: name) else { return nil }
-        let node = values[index]
-        if case .scalar(let scalar) = node, scalar.style == .plain, scalar.string.utf8.count <= 4, ["", "~", "null", "Null", "NULL"].contains(scalar.string) { return nil }
+        guard let pair = pair(name) else { return nil }
+        let node = mapping[pair].value
+        if case .scalar(let scalar) = node, finder.isNull(scalar) { return nil }
         return node
     }
 
@@ -100,7 +154,30 @@ struct FieldReader {
     func string(_ name: String) throws(KeyConfigurationError) -> String? {
         guard let node = node(name) else { return nil }
         guard case .scalar(let scalar) = node else { throw invalid(name, "expected text") }
-        return scalar.string
+        return try text(of: scalar)
+    }
+
+    /// The text of `scalar`, a node under this mapping (see ``Finder/text(of:)``).
+    func text(of scalar: Node.Scalar) throws(KeyConfigurationError) -> String {
+        try Self.reading { () throws(Finder.Failure) in try finder.text(of: scalar) }
+    }
+
+    /// `true` when `node`, a value under this mapping, is a mapping with a field `name`; its value
+    /// is not read.
+    func mapping(_ node: Node, hasField name: String) throws(KeyConfigurationError) -> Bool {
+        guard case .mapping(let mapping) = node else { return false }
+        for index in mapping.indices {
+            guard case .scalar(let key) = mapping[index].key else { continue }
+            if try Self.reading({ () throws(Finder.Failure) in try finder.fieldName(of: key, among: [name]).index }) != nil { return true }
+        }
+        return false
+    }
+
+    /// A `passphrase:` or `hex:` field's value, read from the file's bytes (never a `String`).
+    func secret(_ name: String) throws(KeyConfigurationError) -> KeyText? {
+        guard let node = node(name) else { return nil }
+        guard case .scalar(let scalar) = node else { throw invalid(name, "expected text") }
+        return try Self.reading { () throws(Finder.Failure) in try finder.secret(scalar, field: name, inFlow: inFlow) }
     }
 
     /// A field that must be there, as text.
@@ -129,21 +206,22 @@ struct FieldReader {
         }
     }
 
-    /// A list field's items, or `nil` when it is absent or null.
-    func list(_ name: String) throws(KeyConfigurationError) -> Node.Sequence? {
+    /// A list field's items, or `nil` when it is absent or null; `inFlow` is `true` when the
+    /// items are inside a flow collection.
+    func list(_ name: String) throws(KeyConfigurationError) -> (items: Node.Sequence, inFlow: Bool)? {
         guard let node = node(name) else { return nil }
         guard case .sequence(let sequence) = node else { throw invalid(name, "expected a list") }
-        return sequence
+        return (sequence, inFlow || finder.opensFlow(sequence.mark))
     }
 
     /// A list field that must be there.
-    func requiredList(_ name: String) throws(KeyConfigurationError) -> Node.Sequence {
-        guard let items = try list(name) else { throw missing(name) }
-        return items
+    func requiredList(_ name: String) throws(KeyConfigurationError) -> (items: Node.Sequence, inFlow: Bool) {
+        guard let list = try list(name) else { throw missing(name) }
+        return list
     }
 
     private func missing(_ name: String) -> KeyConfigurationError {
-        !names.contains(name)
+        pair(name) == nil
             ? .keysFileInvalid(path: "", location: path.location, problem: "the field \"\(name)\" is missing")
             : invalid(name, "expected a value, found nothing")
     }

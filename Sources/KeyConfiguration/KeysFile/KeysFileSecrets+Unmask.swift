@@ -1,8 +1,8 @@
 import Yams
 
 // The one parse of a Keys file composes the masked copy (see KeysFileSecrets). Its nodes have the
-// file's structure, lines and columns, and masked text; here every scalar gets the file's own text
-// back, except the secret values, which become placeholders.
+// file's structure, lines and columns, and masked text; here a scalar the document reads gets the
+// file's own text back (a secret value never does: it is read as bytes, by `Finder.secret`).
 //
 // Masking keeps YAML's punctuation, white space and line breaks and turns every other byte into a
 // letter, one for one, so every choice libyaml makes about a scalar (where it ends, how its lines
@@ -13,47 +13,20 @@ import Yams
 // scalar, never a secret one, is composed on its own from the file's bytes.
 
 extension Finder {
-    /// `node`, composed from the masked copy, with the file's text: a scalar that starts at an
-    /// offset in `placeholders` becomes that secret value's ``KeysFileSecrets/placeholder(_:)``,
-    /// every other scalar the text it was masked from. Collections keep their tags, styles and
-    /// marks; aliases are left as they are (the composer resolves them to their nodes).
-    /// - Throws: ``KeysFileSecrets/Failure`` when a scalar's text cannot be read back (located by
-    ///   line and column; the message never quotes the text).
-    func unmasked(_ node: Node, placeholders: [Int: Int]) throws(KeysFileSecrets.Failure) -> Node {
-        switch node {
-        case .scalar(let scalar):
-            return .scalar(try unmasked(scalar, placeholders: placeholders))
-        case .mapping(let mapping):
-            var pairs: [(Node, Node)] = []
-            pairs.reserveCapacity(mapping.count)
-            var escapedKey = false
-            for index in mapping.indices {
-                let (key, value) = mapping[index]
-                // An escape masks as `\a`: keys that differ in the masked copy may be equal text.
-                if case .scalar(let scalar) = key, scalar.string.utf8.contains(7) { escapedKey = true }
-                pairs.append((try unmasked(key, placeholders: placeholders), try unmasked(value, placeholders: placeholders)))
-            }
-            if escapedKey { try refuseDuplicateKeys(pairs, mark: mapping.mark) }
-            return .mapping(Node.Mapping(pairs, mapping.tag, mapping.style, mapping.mark))
-        case .sequence(let sequence):
-            var nodes: [Node] = []
-            nodes.reserveCapacity(sequence.count)
-            for element in sequence { nodes.append(try unmasked(element, placeholders: placeholders)) }
-            return .sequence(Node.Sequence(nodes, sequence.tag, sequence.style, sequence.mark))
-        case .alias:
-            return node
-        }
-    }
-
-    private func unmasked(_ scalar: Node.Scalar, placeholders: [Int: Int]) throws(KeysFileSecrets.Failure) -> Node.Scalar {
+    /// The text in the file of `scalar`, a node composed from the masked copy. A scalar that
+    /// starts where ``findSecrets(in:)`` found a secret value (an alias put it here) is that
+    /// value's ``KeysFileSecrets/placeholder(_:)``, never its text.
+    /// - Throws: ``KeysFileSecrets/Failure`` when the text cannot be read back (located by line
+    ///   and column; the message never quotes the text).
+    func text(of scalar: Node.Scalar) throws(KeysFileSecrets.Failure) -> String {
         let start = tokenStart(scalar.mark)
         // A plain empty scalar is a null, never a secret value.
-        if let start, let index = placeholders[start], scalar.style != .plain || !scalar.string.isEmpty {
-            return Node.Scalar(KeysFileSecrets.placeholder(index), scalar.tag, .doubleQuoted, scalar.mark)
+        if secretsFound, let start, let index = secretNumber(startingAt: start), scalar.style != .plain || !scalar.string.isEmpty {
+            return KeysFileSecrets.placeholder(index)
         }
         let text = scalar.string.utf8
         // Punctuation and white space only: the masked text is the file's.
-        guard text.contains(where: { !KeysFileSecrets.isKept($0) }) else { return scalar }
+        guard text.contains(where: { !KeysFileSecrets.isKept($0) }) else { return scalar.string }
         guard let start, start < masked.count else { throw unreadable(scalar) }
         var position: Int
         switch scalar.style {
@@ -91,16 +64,42 @@ extension Finder {
             return count
         }
         guard readable else { throw unreadable(scalar) }
-        return Node.Scalar(unmaskedText, scalar.tag, scalar.style, scalar.mark)
+        return unmaskedText
     }
 
-    /// The duplicate-key check of the composer, again on the keys' own text, as Yams words it.
-    private func refuseDuplicateKeys(_ pairs: [(Node, Node)], mark: Mark?) throws(KeysFileSecrets.Failure) {
+    /// Which of `allowed` the mapping key `scalar` names, compared with the file's bytes where
+    /// the key is a plain name on one line (no `String` made); otherwise, or when it names none of
+    /// them, its ``text(of:)`` too, for the comparison and for messages.
+    func fieldName(of scalar: Node.Scalar, among allowed: [String]) throws(KeysFileSecrets.Failure) -> (index: Int?, text: String?) {
+        // After findSecrets(in:) a key may be a secret value an alias brought: read as text.
+        if !secretsFound, scalar.style == .plain, let start = tokenStart(scalar.mark), let index = plainName(scalar, at: start, among: allowed) {
+            return (index, nil)
+        }
+        let name = try text(of: scalar)
+        return (allowed.firstIndex(of: name), name)
+    }
+
+    /// The index in `allowed` of the plain key `scalar` starting at `start` when its masked text
+    /// is letters only and is the masked copy's at `start` (then its text is the file's bytes
+    /// there, as ``text(of:)`` would read them), and those bytes are one of `allowed`.
+    private func plainName(_ scalar: Node.Scalar, at start: Int, among allowed: [String]) -> Int? {
+        var name = scalar.string
+        return name.withUTF8 { letters -> Int? in
+            guard start + letters.count <= masked.count else { return nil }
+            for (offset, letter) in letters.enumerated() where KeysFileSecrets.isKept(letter) || masked[start + offset] != letter { return nil }
+            let bytes = UnsafeRawBufferPointer(rebasing: file[start..<(start + letters.count)])
+            return allowed.firstIndex { field in field.utf8.count == bytes.count && field.utf8.elementsEqual(bytes) }
+        }
+    }
+
+    /// The duplicate-key check of the composer, again on the keys' own text (`names`, the text of
+    /// a mapping's scalar keys), as Yams words it: keys with escapes that differ in the masked copy
+    /// may be equal text.
+    func refuseDuplicateKeys(_ names: [String], mark: Mark?) throws(KeysFileSecrets.Failure) {
         var seen: Set<String> = []
         var duplicates: [String] = []
-        for (key, _) in pairs {
-            guard case .scalar(let scalar) = key else { continue }
-            if !seen.insert(scalar.string).inserted, !duplicates.contains(scalar.string) { duplicates.append(scalar.string) }
+        for name in names {
+            if !seen.insert(name).inserted, !duplicates.contains(name) { duplicates.append(name) }
         }
         guard !duplicates.isEmpty else { return }
         let shown = duplicates.map { KeyConfigurationError.shownFieldName($0) }
@@ -128,7 +127,7 @@ extension Finder {
 
     /// A double-quoted scalar with escapes, composed alone from its bytes in the file (a field
     /// that is not a secret one: secret values are read by ``read(_:field:inFlow:)``).
-    private func composedAlone(_ scalar: Node.Scalar, bytes range: Range<Int>) throws(KeysFileSecrets.Failure) -> Node.Scalar {
+    private func composedAlone(_ scalar: Node.Scalar, bytes range: Range<Int>) throws(KeysFileSecrets.Failure) -> String {
         let composed: Node?
         do {
             composed = try Yams.compose(yaml: String(decoding: UnsafeRawBufferPointer(rebasing: file[range]), as: UTF8.self), .basic)
@@ -138,7 +137,7 @@ extension Finder {
             throw unreadable(scalar)
         }
         guard case .scalar(let alone) = composed else { throw unreadable(scalar) }
-        return Node.Scalar(alone.string, scalar.tag, scalar.style, scalar.mark)
+        return alone.string
     }
 
     /// Where in the file an error of a scalar composed alone is: its mark is counted from the

@@ -2,38 +2,37 @@ import CipherFormats
 import Foundation
 import Yams
 
-/// The `passphrase:` and `hex:` values of a Keys file, read straight from the file's bytes into
-/// ``KeyText`` buffers, and the node tree the document is read from, in which each of those values
-/// is a placeholder. The parser (libyaml, Yams) never sees key material, so no parse error can
-/// quote it, and no `String` ever holds it.
+/// The one parse of a Keys file: the node tree composed from a masked copy of the file, and the
+/// ``Finder`` that reads each scalar's own text, or a `passphrase:` or `hex:` value's bytes, from
+/// the file where the document reads it. The parser (libyaml, Yams) never sees key material, so no
+/// parse error can quote it, and no `String` ever holds it.
 ///
 /// The YAML text is parsed once: a masked copy of the file, in which every byte that is not YAML
 /// punctuation or white space is replaced by a letter (so it has the same structure, lines,
-/// columns, anchors and aliases, and no key material), is composed into nodes. Each value of a
-/// `passphrase` or `hex` field is located by its node's line, column and style, and its bytes are
-/// copied from the file; every other scalar gets its own text back from the file's bytes (see
-/// ``Finder/unmasked(_:placeholders:)``), and each secret value becomes its placeholder. Values
-/// written on one line (plain, single-quoted or double-quoted) are read byte-exactly; block
-/// scalars (`|`, `>`) and values spread over several lines are refused, as are YAML tags
-/// (`!!binary`, `!str`), which the format does not define.
+/// columns, anchors and aliases, and no key material), is composed into nodes. The document
+/// (``KeysFileDocument``) is read from those nodes in one walk: each value of a `passphrase` or
+/// `hex` field is located by its node's line, column and style, and its bytes are copied from the
+/// file into a ``KeyText`` (``Finder/secret(_:field:inFlow:)``); every other scalar the document
+/// reads gets its own text back from the file's bytes (``Finder/text(of:)``). Values written on
+/// one line (plain, single-quoted or double-quoted) are read byte-exactly; block scalars (`|`,
+/// `>`) and values spread over several lines are refused, as are YAML tags (`!!binary`, `!str`),
+/// which the format does not define.
+///
+/// An anchor (`&name`) lets one node stand in several places, so a value read as text in one
+/// place could be a secret value in another. A file with an anchor is therefore walked for its
+/// secret values first (``Finder/findSecrets(in:)``); a scalar found there is never read as text.
+/// A file without one is walked once.
 struct KeysFileSecrets {
-    /// The Keys file's nodes (`nil` for an empty document) with every scalar's own text, except
-    /// the secret values, each replaced by its ``placeholder(_:)``.
+    /// The nodes composed from the masked copy (`nil` for an empty document): the file's
+    /// structure, marks and styles, with masked text.
     let root: Node?
-    /// The secret values, by placeholder number.
-    let values: [KeyText]
+    /// Reads the file's text and secret values for the nodes of ``root``. Valid only while the
+    /// bytes it was made from are.
+    let finder: Finder
 
-    /// The placeholder for value `index`, the one place its text is made: a scalar no Keys file
-    /// can otherwise hold as a `passphrase:` or `hex:` value (every such value is replaced).
+    /// The placeholder text of secret value `index` (in file order), for a scalar that an alias
+    /// also puts where the document reads text: the secret's bytes never become that text.
     static func placeholder(_ index: Int) -> String { "\u{1}key-text-\(index)" }
-
-    /// The value a decoded `passphrase:` or `hex:` field stands for; `nil` when the field was not
-    /// replaced (then it was not a scalar the first pass could read).
-    func value(forPlaceholder text: String) -> KeyText? {
-        let prefix = Self.placeholder(0).dropLast()
-        guard text.hasPrefix(prefix), let index = Int(text.dropFirst(prefix.count)), values.indices.contains(index) else { return nil }
-        return values[index]
-    }
 
     /// The fields whose values are key material.
     static let secretFields: Set<String> = ["passphrase", "hex"]
@@ -44,7 +43,7 @@ struct KeysFileSecrets {
         let problem: String
     }
 
-    /// Finds the secret values in `bytes`, the whole Keys file.
+    /// Parses `bytes`, the whole Keys file, which must stay valid while ``finder`` is used.
     init(bytes file: UnsafeRawBufferPointer) throws(Failure) {
         // A byte order mark is not part of the YAML text.
         let start = file.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
@@ -61,17 +60,14 @@ struct KeysFileSecrets {
         } catch {
             throw Failure(location: "the file", problem: "not valid YAML")
         }
-        var finder = Finder(file: bytes, masked: masked, maskedSecretFieldNames: maskedFieldNames)
-        if let maskedRoot { try finder.visit(maskedRoot, inFlow: false) }
-        // Values are numbered in file order.
-        let order = finder.ranges.indices.sorted { finder.ranges[$0].lowerBound < finder.ranges[$1].lowerBound }
-        let placeholders = Dictionary(uniqueKeysWithValues: order.enumerated().map { (finder.ranges[$1].lowerBound, $0) })
-        values = order.map { finder.values[$0] }
-        if let maskedRoot { root = try finder.unmasked(maskedRoot, placeholders: placeholders) } else { root = nil }
+        finder = Finder(file: bytes, masked: masked, maskedSecretFieldNames: maskedFieldNames)
+        // `&` is kept by the masking: without one in the text, no node stands in two places.
+        let anchored = masked.withUnsafeBytes { bytes in
+            bytes.baseAddress.map { memchr($0, Int32(UInt8(ascii: "&")), bytes.count) != nil } ?? false
+        }
+        if let maskedRoot, anchored { try finder.findSecrets(in: maskedRoot) }
+        root = maskedRoot
     }
-
-    /// `true` when the file held at least one secret value.
-    var holdsMaterial: Bool { !values.isEmpty }
 
     private static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
         // ASCII eight bytes at a time; the decoder takes over from the first word that is not.
@@ -98,17 +94,22 @@ struct KeysFileSecrets {
     }
 }
 
-/// Walks the nodes composed from the masked copy: copies the secret values' bytes from the file,
-/// then gives every other scalar its text back (KeysFileSecrets+Unmask.swift).
-struct Finder {
+/// Reads what the document needs from the file, for the nodes composed from its masked copy: a
+/// secret value's bytes (``secret(_:field:inFlow:)``), any other scalar's text
+/// (KeysFileSecrets+Unmask.swift), a node's tag, style and place. A class: the document's readers
+/// share it, and it keeps the secret values read so far. It holds the file's bytes by pointer, so
+/// it lives only while they do (inside the parse).
+final class Finder {
     let file: UnsafeRawBufferPointer
     let masked: [UInt8]
     /// The byte offset at which each line starts (libyaml's line breaks: LF, CRLF, CR).
     let lineStarts: [Int]
-    var ranges: [Range<Int>] = []
-    var values: [KeyText] = []
-    /// Where each range starts, to find a value an alias brings back in constant time.
-    private var starts: Set<Int> = []
+    /// The secret values read, by the offset where each starts in the file (an alias brings the
+    /// same node back: its value is read once).
+    private(set) var secrets: [Int: KeyText] = [:]
+    /// `true` once ``findSecrets(in:)`` has found every secret value of the file: then a scalar
+    /// that starts where one does is never read as text.
+    private(set) var secretsFound = false
 
     /// The masked forms of `passphrase` and `hex` (see ``KeysFileSecrets/maskWithFieldNames(_:)``).
     let maskedSecretFieldNames: Set<String>
@@ -122,7 +123,37 @@ struct Finder {
 
     typealias Failure = KeysFileSecrets.Failure
 
-    mutating func visit(_ node: Node, inFlow: Bool) throws(Failure) {
+    /// `true` when at least one secret value was read from the file.
+    var holdsMaterial: Bool { !secrets.isEmpty }
+
+    /// The value of a `passphrase:` or `hex:` field (`field` names it in messages), read
+    /// byte-exactly from the file into a zeroed buffer; never a `String`.
+    /// - Throws: ``KeysFileSecrets/Failure`` when the value is not written on one line, plain or
+    ///   in quotes, or holds an escape YAML does not define.
+    func secret(_ scalar: Node.Scalar, field: String, inFlow: Bool) throws(Failure) -> KeyText {
+        if let start = tokenStart(scalar.mark), let value = secrets[start] { return value }
+        let (range, bytes) = try read(scalar, field: field, inFlow: inFlow)
+        let value = KeyText(bytes: bytes)
+        secrets[range.lowerBound] = value
+        return value
+    }
+
+    /// Walks the whole tree for the values of every `passphrase` and `hex` field, wherever they
+    /// are, and reads them; refuses YAML tags on the way. For a file with anchors, before the
+    /// document is read (see ``KeysFileSecrets``).
+    func findSecrets(in root: Node) throws(Failure) {
+        try visit(root, inFlow: false)
+        secretsFound = true
+    }
+
+    /// The number of the secret value starting at `start` in file order, when ``findSecrets(in:)``
+    /// found one there.
+    func secretNumber(startingAt start: Int) -> Int? {
+        guard secretsFound, secrets[start] != nil else { return nil }
+        return secrets.keys.filter { $0 < start }.count
+    }
+
+    private func visit(_ node: Node, inFlow: Bool) throws(Failure) {
         try refuseTag(at: node.mark)
         switch node {
         case .scalar, .alias:
@@ -139,14 +170,9 @@ struct Finder {
                 // A plain key is a secret field only if it masked like one; a quoted key is read.
                 if case .scalar(let keyScalar) = key, case .scalar(let valueScalar) = value, !isNull(valueScalar),
                    keyScalar.style != .plain || maskedSecretFieldNames.contains(keyScalar.string),
-                   let name = try? text(of: keyScalar, inFlow: flow), KeysFileSecrets.secretFields.contains(name) {
+                   let name = try? fieldText(of: keyScalar, inFlow: flow), KeysFileSecrets.secretFields.contains(name) {
                     try refuseTag(at: value.mark)
-                    let (range, secret) = try read(valueScalar, field: name, inFlow: flow)
-                    // An alias brings the same node back: its value is replaced once.
-                    if starts.insert(range.lowerBound).inserted {
-                        ranges.append(range)
-                        values.append(KeyText(bytes: secret))
-                    }
+                    _ = try secret(valueScalar, field: name, inFlow: flow)
                 } else {
                     try visit(value, inFlow: flow)
                 }
@@ -176,12 +202,13 @@ struct Finder {
 
     /// `true` when the collection at `mark` is written in flow style (`[…]`, `{…}`). Read from the
     /// text: Yams reports the style of a collection's end event, not of its start.
-    private func opensFlow(_ mark: Mark?) -> Bool {
+    func opensFlow(_ mark: Mark?) -> Bool {
         guard let start = tokenStart(mark), start < masked.count else { return false }
         return masked[start] == UInt8(ascii: "[") || masked[start] == UInt8(ascii: "{")
     }
 
-    private func refuseTag(at mark: Mark?) throws(Failure) {
+    /// Refuses a YAML tag on the node at `mark`.
+    func refuseTag(at mark: Mark?) throws(Failure) {
         if let start = tokenStart(mark), start < masked.count, masked[start] == UInt8(ascii: "!") {
             throw Failure(location: place(mark), problem: "YAML tags (such as !!binary or !!str) are not part of the Keys file format; remove the tag and write the value as text")
         }
@@ -189,11 +216,11 @@ struct Finder {
 
     /// `true` for a plain null (empty, `~`, `null`): no value, which the decoder reports as a
     /// missing source.
-    private func isNull(_ scalar: Node.Scalar) -> Bool {
+    func isNull(_ scalar: Node.Scalar) -> Bool {
         guard scalar.style == .plain else { return false }
-        if scalar.string.isEmpty { return true }
         let length = scalar.string.utf8.count
-        guard let start = tokenStart(scalar.mark), start + length <= file.count else { return false }
+        if length == 0 { return true }
+        guard length <= 4, let start = tokenStart(scalar.mark), start + length <= file.count else { return false }
         // Compared as bytes: the value may be a key, which must not become a String.
         let bytes = file[start..<(start + length)]
         return ["~", "null", "Null", "NULL"].contains { bytes.elementsEqual($0.utf8) }
@@ -203,7 +230,7 @@ struct Finder {
     private func isBreak(_ byte: UInt8) -> Bool { byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") }
 
     /// A field name's text (not secret), for plain and quoted names on one line.
-    private func text(of scalar: Node.Scalar, inFlow: Bool) throws(Failure) -> String {
+    private func fieldText(of scalar: Node.Scalar, inFlow: Bool) throws(Failure) -> String {
         let (_, bytes) = try read(scalar, field: "a field name", inFlow: inFlow)
         return bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
