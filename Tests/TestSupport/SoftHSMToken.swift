@@ -50,10 +50,22 @@ public enum SoftHSMToken {
     }
 
     /// The environment of a child process (`rekey`) that uses the tokens: this process's, with
-    /// `SOFTHSM2_CONF` and the PIN variable.
+    /// the PIN variable and `SOFTHSM2_CONF` naming a copy of the tokens of its own, made from
+    /// their state before any login.
+    ///
+    /// SoftHSM2 rewrites a token's file at every login (its PIN-count flags), so processes that
+    /// log in to the same token folder at once can read it half written: a child's login then
+    /// failed with CKR_GENERAL_ERROR in a CI run. A real token has no such file; each child
+    /// having its own copy (the same keys) keeps the tests about the library, not SoftHSM2.
     public static func childEnvironment(pin: String = pin) throws -> [String: String] {
+        _ = try configuration()
+        let own = folder + "/child-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: own, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: pristine, toPath: own + "/tokens")
+        let configuration = own + "/softhsm2.conf"
+        try settings(tokens: own + "/tokens").write(toFile: configuration, atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment
-        environment["SOFTHSM2_CONF"] = try configuration()
+        environment["SOFTHSM2_CONF"] = configuration
         environment[pinVariable] = pin
         return environment
     }
@@ -64,6 +76,12 @@ public enum SoftHSMToken {
     }
 
     private static let folder = NSTemporaryDirectory() + "encryptedsqlite-softhsm-\(getpid())"
+    /// The tokens as made, before any process logged in: what each child's copy starts from.
+    private static let pristine = folder + "/pristine"
+
+    private static func settings(tokens: String) -> String {
+        "directories.tokendir = \(tokens)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+    }
 
     private static let prepared: Result<String, SetupFailed> = Result(catching: {
         guard isInstalled else {
@@ -72,8 +90,7 @@ public enum SoftHSMToken {
         try? FileManager.default.removeItem(atPath: folder)
         try FileManager.default.createDirectory(atPath: folder + "/tokens", withIntermediateDirectories: true)
         let configuration = folder + "/softhsm2.conf"
-        try "directories.tokendir = \(folder)/tokens\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
-            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        try settings(tokens: folder + "/tokens").write(toFile: configuration, atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment
         environment["SOFTHSM2_CONF"] = configuration
         func run(_ tool: String, _ arguments: [String]) throws {
@@ -96,6 +113,8 @@ public enum SoftHSMToken {
         try Data(importedKey).write(to: URL(fileURLWithPath: keyFile))
         try tool(mainToken, ["--write-object", keyFile, "--type", "secrkey", "--key-type", "AES:32", "--label", "imported"])
         try FileManager.default.removeItem(atPath: keyFile)
+        // pkcs11-tool's logins above wrote the token files; nothing uses them until this returns.
+        try FileManager.default.copyItem(atPath: folder + "/tokens", toPath: pristine)
         setenv("SOFTHSM2_CONF", configuration, 1)
         atexit { try? FileManager.default.removeItem(atPath: SoftHSMToken.folder) }
         return configuration
