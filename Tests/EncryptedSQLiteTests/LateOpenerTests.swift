@@ -115,10 +115,16 @@ struct LateOpenerTests {
         // transaction, so one sync: the export holds its lease meanwhile, and the kernel breaks a
         // lease held longer than fs.lease-break-time (45 s) on its own (see the check before
         // `resume` below).
+        // `.timeout`: a lock the paused export holds for a moment makes the writer wait, not fail
+        // (the shell has no busy timeout of its own, and its errors go nowhere).
         let writer = try ShellHolder(shell: try #require(SQLCipherShell.path), database: path, key: shellKey, sql: walMode
-            ? "BEGIN IMMEDIATE;\n\(insert)\nCOMMIT;"  // committed, in the WAL while the writer stays open
-            : "PRAGMA cache_size = 2;\nBEGIN IMMEDIATE;\n\(insert)")
+            ? ".timeout 20000\nBEGIN IMMEDIATE;\n\(insert)\nCOMMIT;"  // committed, in the WAL while the writer stays open
+            : ".timeout 20000\nPRAGMA cache_size = 2;\nBEGIN IMMEDIATE;\n\(insert)")
         defer { writer.release() }
+        // The writer's own count: its rows are there (committed, or in its open transaction). A
+        // write that failed would otherwise show up at the end as rows lost by the rotation.
+        let written = try writer.query("SELECT count(*) FROM audit;")
+        try #require(written == "\(before + Self.inserted)", "the writer's insert did not take effect: its count is \(written), expected \(before + Self.inserted)")
         let journalBefore = FileSystem.size(of: path + "-journal")
         if !walMode {
             let first = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-journal")).read(upToCount: 1)

@@ -30,12 +30,23 @@ public final class ShellHolder: @unchecked Sendable {
         try send(sql, database: "its database")
     }
 
-    private func send(_ sql: String, database: String) throws {
+    /// Runs `sql` in the held shell and returns what it printed (e.g. a count the shell's own
+    /// connection sees: whether its earlier statements took effect).
+    /// - Throws: ``FixtureError`` when the shell stopped before it answered.
+    public func query(_ sql: String) throws -> String {
+        try send(sql, database: "its database").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Sends `sql` and waits for the marker after it; returns what the shell printed before it.
+    @discardableResult
+    private func send(_ sql: String, database: String) throws -> String {
         let ready = "holder-ready-\(UUID().uuidString.prefix(8))"
         input.fileHandleForWriting.write(Data((sql + "\nSELECT '\(ready)';\n").utf8))
         var seen = Data()
         let deadline = Date().addingTimeInterval(30)  // a hang guard, not an order
-        while String(decoding: seen, as: UTF8.self).range(of: ready) == nil {
+        while true {
+            let text = String(decoding: seen, as: UTF8.self)
+            if let marker = text.range(of: ready) { return String(text[..<marker.lowerBound]) }
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty || Date() > deadline {
                 release()
