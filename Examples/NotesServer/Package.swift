@@ -31,6 +31,13 @@ let package = Package(
             ],
             path: "Sources/NotesServer"
         ),
+        // Runs the built `notes-server` (a process, found beside the test binary: `swift test` builds
+        // every target) on 127.0.0.1 over a real encrypted database, drives it with raw sockets
+        // (malformed and half-sent requests) and stops it with SIGTERM.
+        .testTarget(
+            name: "NotesServerTests",
+            path: "Tests/NotesServerTests"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

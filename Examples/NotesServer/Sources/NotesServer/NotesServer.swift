@@ -91,7 +91,7 @@ struct NotesServer: AsyncParsableCommand {
         let database = DatabaseService(path: options.database, keysFile: options.keysFile, readers: options.readers, busyTimeout: .seconds(options.busyTimeout), logger: logger)
         let health = HealthMonitor(interval: .seconds(options.healthInterval))
         var app = Application(
-            router: NotesAPI.router(database: database, health: health, registry: registry, logger: logger),
+            router: NotesAPI.router(database: database, health: health, registry: registry),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: "notes-server"),
             logger: logger)
         // Started before the server, shut down after it (the group stops services in reverse order).
