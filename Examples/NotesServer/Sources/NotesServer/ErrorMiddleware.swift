@@ -7,7 +7,8 @@ import Logging
 ///
 /// - the handlers' own `HTTPError`s (400, 404, 413) pass through;
 /// - no route for the path: 404; a known path with another method: 405 with `Allow`;
-/// - the database not open, or busy past its busy timeout: 503 (the client may retry);
+/// - the database not open, or busy past its busy timeout, or the request cancelled because the
+///   shutdown ran out of time: 503 (the client may retry);
 /// - anything else is the server's: 500 naming the request's id, and the error is logged at
 ///   `error` with that id (`hb.request.id`) and the library's description, which may name SQL
 ///   and paths but never key material.
@@ -28,6 +29,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw error
         } catch is DatabaseService.Unavailable {
             throw HTTPError(.serviceUnavailable, message: "the database is not open")
+        } catch is CancellationError {
+            // The graceful shutdown outlasted --shutdown-timeout and the group cancelled this request.
+            context.logger.notice("request cancelled: the server is shutting down", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)"])
+            throw HTTPError(.serviceUnavailable, message: "the server is shutting down")
         } catch let error as SQLiteError where error.isBusy {
             context.logger.warning("database busy", metadata: ["error": "\(error)"])
             throw HTTPError(.serviceUnavailable, message: "the database is busy: try again")

@@ -55,6 +55,15 @@ extension ServerProcess {
 
     /// Sends `bytes` as they are, half-closes (unless told not to), and reads the answer.
     func exchange(_ bytes: [UInt8], halfClose: Bool = true) throws -> Reply {
+        try Self.exchange(bytes, halfClose: halfClose, port: port)
+    }
+
+    /// `POST /notes` with `body`, to the server on `port` (from another thread).
+    static func post(_ body: String, port: Int) throws -> Reply {
+        try exchange(Array("POST /notes HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8), halfClose: false, port: port)
+    }
+
+    private static func exchange(_ bytes: [UInt8], halfClose: Bool, port: Int) throws -> Reply {
         let connection = try RawConnection(port: port)
         try connection.send(bytes)
         if halfClose { connection.halfClose() }

@@ -49,6 +49,7 @@ final class ServerProcess {
         while process.isRunning {
             guard ContinuousClock.now - start < bound else {
                 kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
                 return nil
             }
             usleep(5_000)
