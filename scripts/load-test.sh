@@ -13,11 +13,15 @@
 #   scripts/load-test.sh --stress              --kill 20 --kill-only (the kill run alone)
 #   scripts/load-test.sh --ci                  the CI size: 20 s runs, 8 connections, small database, 3 kills,
 #                                              debug build; fails on any HTTP error or lost write, never on timings
+# Every run but --kill-only then fuzzes the API (Examples/NotesServer/load/fuzz.py, issue 36): --fuzz N
+# requests (default 2000; 0 for none) drawn from --fuzz-seed S (default random; the seed is printed, give
+# it back to replay); fails on a 5xx other than 503, SQL or a path in an answer, an unanswered
+# well-formed request, an internal error in the server's log, or a server unhealthy afterwards.
 # Options: --duration S  --connections N  --threads N  --rotations N  --size-mb N  --kill N
 #          --release (build the service in release mode; the default outside --ci)  --debug
 #          --kill-size-mb N (the kill run's database, default 20, so that a rotation lasts long enough to be hit)
 #          --busy-timeout S (the service's, default 10: how long a request waits for rekey's lock before a 503)
-#          --kill-only (no load runs before the kill run)
+#          --kill-only (no load runs before the kill run, no fuzz)  --fuzz N  --fuzz-seed S
 #          --strategy automatic|engineRekey (rekey's)  --keep (leave the work folder)  --no-compare (rotation run only)
 # Results: a Markdown table on stdout and in .build/load-test/results.md; every log in .build/load-test/.
 # Loopback only: wrk sends to 127.0.0.1, every loop is bounded in count and time.
@@ -26,7 +30,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 
 duration=30 connections=16 threads=2 rotations=3 size_mb=0 kills=0 configuration=release strategy=automatic compare=1
-kill_seconds=8 kill_size_mb=20 busy_timeout=10 kill_only=0
+kill_seconds=8 kill_size_mb=20 busy_timeout=10 kill_only=0 fuzz_requests=2000 fuzz_seed=""
 while [ $# -gt 0 ]; do
   case $1 in
     --ci) duration=20 connections=8 kills=3 configuration=debug ;;
@@ -44,6 +48,8 @@ while [ $# -gt 0 ]; do
     --debug) configuration=debug ;;
     --strategy) strategy=$2; shift ;;
     --no-compare) compare=0 ;;
+    --fuzz) fuzz_requests=$2; shift ;;
+    --fuzz-seed) fuzz_seed=$2; shift ;;
     *) echo "load-test: unknown option $1 (see the comment at the top of $0)" >&2; exit 64 ;;
   esac
   shift
@@ -60,7 +66,12 @@ echo "== building rekey (debug) and notes-server ($configuration)"
 build_start=$SECONDS
 swift build --product rekey >/dev/null
 rekey="$root/.build/debug/rekey"
-swift build --package-path Examples/NotesServer -c "$configuration" --product notes-server > "$work/build.log" 2>&1 \
+# A debug build (CI's) makes the example's test target too: the CI phase after this one runs those tests
+# (swift test) on this build folder, and a build of the product alone compiles Hummingbird with other
+# flags than a test build does, so that phase compiled it again (21-28 s).
+build_what=(--product notes-server)
+[ "$configuration" = debug ] && build_what=(--build-tests)
+swift build --package-path Examples/NotesServer -c "$configuration" "${build_what[@]}" > "$work/build.log" 2>&1 \
   || { tail -n 40 "$work/build.log" >&2; echo "load-test: the notes-server build failed" >&2; exit 1; }
 grep -E "(warning|error):" "$work/build.log" | grep -v "/\.build/checkouts/\|'swift-distributed-tracing'" || true   # the example's own warnings
 server="$root/Examples/NotesServer/.build/$configuration/notes-server"
@@ -188,6 +199,23 @@ load_run() {  # load_run <name> <rotations>
 if [ "$kill_only" = 0 ]; then
   [ "$compare" = 1 ] && load_run "no rotation" 0
   load_run "$rotations rotations" "$rotations"
+fi
+
+fuzz_run() {  # the seeded fuzz against a service of its own; its summary line goes in the results
+  local dir=$work/fuzz out
+  prepare_db "$dir" 0 > /dev/null
+  start_server "$dir"
+  wait_up > /dev/null || { fail "fuzz: the service did not come up"; return; }
+  python3 Examples/NotesServer/load/fuzz.py --port "$port" --requests "$fuzz_requests" ${fuzz_seed:+--seed "$fuzz_seed"} \
+    --forbid "$dir" > "$dir/fuzz.out" 2>&1 || fail "fuzz: $(grep 'FAIL\|seed' "$dir/fuzz.out" | head -n 6 | tr '\n' ' ')"
+  stop_server "$dir"
+  ! grep -q 'request failed' "$dir/server.log" || fail "fuzz: the service logged an internal error: $(grep 'request failed' "$dir/server.log" | head -n 2)"
+  out=$(grep '^FUZZ' "$dir/fuzz.out" || echo "FUZZ (no summary: see $dir/fuzz.out)")
+  printf '\nFuzz (Examples/NotesServer/load/fuzz.py): %s\n' "$out" >> "$results"
+  echo "   $(head -n 1 "$dir/fuzz.out"); $out"
+}
+if [ "$kill_only" = 0 ] && [ "$fuzz_requests" -gt 0 ]; then
+  fuzz_run
 fi
 
 kill_run() {  # kill -9 the service while rekey rotates, restart it; $kills cycles of $kill_seconds s of load

@@ -11,7 +11,8 @@
 # A failure on either engine fails the command. Extra arguments go to `swift test` on this machine's
 # engine only, with no ThreadSanitizer run (e.g. scripts/test.sh --filter KillTests).
 #   TSAN=0            no ThreadSanitizer run
-#   LOADTEST=0        no load test of the example HTTP service (scripts/load-test.sh --ci); the SQLCipher 4
+#   LOADTEST=0        no load test of the example HTTP service (scripts/load-test.sh --ci, with its fuzz), nor
+#                     its own tests (swift test --package-path Examples/NotesServer); the SQLCipher 4
 #                     run skips it unless LOADTEST_SQLCIPHER4=1 (scripts/sqlcipher4-check.sh)
 #   FLUENT=0          no Fluent driver phases (Integrations/FluentEncryptedSQLite, its own package: FluentKit,
 #                     SQLKit, SwiftNIO; a first build takes minutes): FluentBenchmarker and SQLKitBenchmark
@@ -92,6 +93,10 @@ host_suite() {
     # while rekey rotates its file 3 times, then killed with kill -9 during rotations 3 times: fails on
     # an HTTP error or an acknowledged write missing under the newest key, never on timings.
     phase "SQLCipher $engine: HTTP service under load and rotation (scripts/load-test.sh --ci)" scripts/load-test.sh --ci
+    # Its own tests (issue 36: hostile clients, timeouts, a bounded shutdown), on the load test's debug
+    # build folder: only the test target is compiled here.
+    phase "SQLCipher $engine: HTTP service's own tests (Examples/NotesServer)" \
+      "${suite_time_limit[@]}" swift test --package-path Examples/NotesServer
   fi
   if [ "${FLUENT:-1}" != 0 ]; then
     # The Fluent driver: every FluentBenchmarker test fluent-sqlite-driver 4.9.0 runs, SQLKitBenchmark's

@@ -1,7 +1,6 @@
 import Foundation
 import EncryptedSQLite
 import Hummingbird
-import Logging
 import Prometheus
 
 /// The HTTP API, as a Hummingbird router over the ``DatabaseService``:
@@ -15,25 +14,37 @@ import Prometheus
 /// | `GET /health` | ``HealthMonitor/Answer``: 200 while healthy, 503 when not |
 /// | `GET /metrics` | every swift-metrics value, in Prometheus' text format |
 ///
-/// Database errors become JSON errors: 503 while the database is not open or busy past its busy
-/// timeout, 500 for anything else (logged at `error` with the library's description, which names
-/// key ids only, never key material).
+/// Every input has a limit (``InputLimits``), and every error is a short JSON answer
+/// (``ErrorMiddleware``): 4xx for the client's mistakes, 503 while the database is not open or
+/// busy, 500 with a request id for the server's own, never with SQL or a path.
 enum NotesAPI {
-    static func router(database: DatabaseService, health: HealthMonitor, registry: PrometheusCollectorRegistry, logger: Logger) -> Router<BasicRequestContext> {
+    /// The methods each path answers: keep in step with the routes below.
+    static let routes = AllowedMethods([
+        "notes": [.get, .post], "notes/:id": [.get], "search": [.get], "health": [.get], "metrics": [.get],
+    ])
+
+    static func router(database: DatabaseService, health: HealthMonitor, registry: PrometheusCollectorRegistry) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: MetricsMiddleware())
-        router.add(middleware: DatabaseErrorMiddleware(logger: logger))
+        router.add(middleware: ErrorMiddleware(routes: routes))
 
         router.post("notes") { request, context -> EditedResponse<Note> in
-            let new = try await request.decode(as: NewNote.self, context: context)
-            guard !new.text.isEmpty, new.text.utf8.count <= 64 * 1024 else {
-                throw HTTPError(.badRequest, message: "text must be 1 to 65536 bytes")
+            let new: NewNote
+            do {
+                new = try await request.decode(as: NewNote.self, context: context)
+            } catch let error as any HTTPResponseError {
+                throw error  // 400 for JSON that is not a note, 413 past Hummingbird's maxUploadSize (2 MiB)
+            } catch {
+                // The body stream failed: a malformed chunk, or the connection ended before the body did.
+                throw HTTPError(.badRequest, message: "the request body could not be read")
             }
-            let note = try await NoteStore(database: database.database()).add(new)
-            return EditedResponse(status: .created, response: note)
+            let note = NewNote(
+                text: try InputLimits.text(new.text, named: "text", bytes: InputLimits.text),
+                author: try InputLimits.text(new.author, named: "author", bytes: InputLimits.author))
+            return EditedResponse(status: .created, response: try await NoteStore(database: database.database()).add(note))
         }
         router.get("notes/:id") { _, context -> Note in
-            let id = try context.parameters.require("id", as: Int64.self)
+            let id = try InputLimits.id(context.parameters.require("id"), named: "id")
             guard let note = try await NoteStore(database: database.database()).note(id: id) else {
                 throw HTTPError(.notFound, message: "no note \(id)")
             }
@@ -41,20 +52,20 @@ enum NotesAPI {
         }
         router.get("notes") { request, _ -> NotePage in
             let query = request.uri.queryParameters
-            let limit = min(max(query.get("limit", as: Int.self) ?? 50, 1), 500)
-            let notes = try await NoteStore(database: database.database())
-                .list(author: query.get("author"), before: query.get("before", as: Int64.self), limit: limit)
+            let limit = InputLimits.pageSize(in: query, fallback: 50)
+            let before = try query.get("before").map { try InputLimits.id($0, named: "before") }
+            let notes = try await NoteStore(database: database.database()).list(author: InputLimits.author(in: query), before: before, limit: limit)
             return NotePage(notes: notes, next: notes.count == limit ? notes.last?.id : nil)
         }
         router.get("search") { request, _ -> NotePage in
             let query = request.uri.queryParameters
-            guard let term = query.get("q"), !term.isEmpty else { throw HTTPError(.badRequest, message: "q is required") }
-            let limit = min(max(query.get("limit", as: Int.self) ?? 20, 1), 500)
-            let notes = try await NoteStore(database: database.database()).search(term, author: query.get("author"), limit: limit)
+            let term = try InputLimits.text(query.get("q") ?? "", named: "q", bytes: InputLimits.searchTerm)
+            let limit = InputLimits.pageSize(in: query, fallback: 20)
+            let notes = try await NoteStore(database: database.database()).search(term, author: InputLimits.author(in: query), limit: limit)
             return NotePage(notes: notes, next: nil)
         }
         router.get("health") { request, context -> Response in
-            let answer = await health.answer(for: try database.database(), fresh: request.uri.queryParameters.get("fresh") == "1")
+            let answer = await health.answer(for: try database.database(), fresh: request.uri.queryParameters.get("fresh") == "1", logger: context.logger)
             var response = try JSONEncoder().encode(answer, from: request, context: context)
             response.status = answer.status == "unhealthy" ? .serviceUnavailable : .ok
             return response
@@ -65,27 +76,5 @@ enum NotesAPI {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         return router
-    }
-}
-
-/// Turns the database's errors into HTTP answers: 503 when it is not open or busy, 500 otherwise,
-/// logged with the library's description.
-struct DatabaseErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    let logger: Logger
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as any HTTPResponseError {
-            throw error
-        } catch let error as DatabaseService.Unavailable {
-            throw HTTPError(.serviceUnavailable, message: error.description)
-        } catch {
-            logger.error("request failed", metadata: ["method": "\(request.method)", "path": "\(request.uri.path)", "error": "\(error)"])
-            if let sqlite = error as? SQLiteError, sqlite.isBusy {
-                throw HTTPError(.serviceUnavailable, message: "the database is busy: \(sqlite)")
-            }
-            throw HTTPError(.internalServerError, message: "\(error)")
-        }
     }
 }

@@ -2,8 +2,10 @@ import ArgumentParser
 import EncryptedSQLite
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
+import NIOCore
 import Prometheus
 import ServiceLifecycle
 
@@ -33,18 +35,28 @@ struct NotesServer: AsyncParsableCommand {
         var busyTimeout = 10
         @Option(help: ArgumentHelp("How long /health keeps its answer, in seconds (0 to 86400).", valueName: "seconds"))
         var healthInterval = 15
+        @Option(help: ArgumentHelp("How long a request may take to arrive, head to end of body, in seconds (1 to 3600).", valueName: "seconds"))
+        var readTimeout = 10
+        @Option(help: ArgumentHelp("How long a connection may send nothing before it is closed, in seconds (1 to 3600).", valueName: "seconds"))
+        var idleTimeout = 30
+        @Option(help: ArgumentHelp("How long the graceful shutdown may take before what still runs is cancelled, in seconds (1 to 60); the process ends within this plus 5.", valueName: "seconds"))
+        var shutdownTimeout = 10
 
         func validate() throws {
             try requireNumber(port, in: 0...65535, "port")
             try requireNumber(readers, in: 0...64, "readers")
             try requireNumber(healthInterval, in: 0...86400, "health-interval")
             try requireNumber(busyTimeout, in: 1...3600, "busy-timeout")
+            try requireNumber(readTimeout, in: 1...3600, "read-timeout")
+            try requireNumber(idleTimeout, in: 1...3600, "idle-timeout")
+            try requireNumber(shutdownTimeout, in: 1...60, "shutdown-timeout")
         }
 
         func run() async throws {
             var options = try database.options()
             (options.host, options.port, options.readers) = (host, port, readers)
             (options.busyTimeout, options.healthInterval) = (busyTimeout, healthInterval)
+            (options.readTimeout, options.idleTimeout, options.shutdownTimeout) = (readTimeout, idleTimeout, shutdownTimeout)
             try await NotesServer.serve(options, logger: NotesServer.prepare(options))
         }
     }
@@ -81,7 +93,10 @@ struct NotesServer: AsyncParsableCommand {
     }
 
     /// Runs the HTTP server and the database as services of one group, with graceful shutdown on
-    /// SIGTERM and SIGINT.
+    /// SIGTERM and SIGINT, bounded: a request may take `readTimeout` to arrive, a connection may
+    /// idle `idleTimeout`, and the shutdown may take `shutdownTimeout`, then what still runs (a
+    /// client that reads no answer, a slow query) is cancelled, and after 5 s more the group ends
+    /// the process — all well within a unit's `TimeoutStopSec=30`.
     static func serve(_ options: ServerOptions, logger: Logger) async throws {
         // The library's counters, timers and recorders (and Hummingbird's) go to one registry,
         // which `/metrics` prints.
@@ -90,14 +105,22 @@ struct NotesServer: AsyncParsableCommand {
 
         let database = DatabaseService(path: options.database, keysFile: options.keysFile, readers: options.readers, busyTimeout: .seconds(options.busyTimeout), logger: logger)
         let health = HealthMonitor(interval: .seconds(options.healthInterval))
+        let readTimeout = TimeAmount.seconds(Int64(options.readTimeout))
         var app = Application(
-            router: NotesAPI.router(database: database, health: health, registry: registry, logger: logger),
+            router: NotesAPI.router(database: database, health: health, registry: registry),
+            server: .http1(configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [RequestReadTimeout(timeout: readTimeout, logger: logger)],
+                idleTimeout: .seconds(Int64(options.idleTimeout)))),
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: "notes-server"),
             logger: logger)
         // Started before the server, shut down after it (the group stops services in reverse order).
         app.addServices(database)
         app.beforeServerStarts { _ = try await database.opened() }
-        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        // `app.runService` without its defaults: a graceful shutdown that may not outlast its bound.
+        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = .seconds(options.shutdownTimeout)
+        group.maximumCancellationDuration = .seconds(5)
+        try await ServiceGroup(configuration: group).run()
         logger.info("stopped")
     }
 }

@@ -18,6 +18,13 @@ struct ServerOptions: Sendable {
     var readers = 4
     var healthInterval = 15
     var busyTimeout = 10
+    /// Seconds a request may take to arrive, head to the end of its body (``RequestReadTimeout``).
+    var readTimeout = 10
+    /// Seconds a connection may send nothing (before a request's head, or inside one) before it is closed.
+    var idleTimeout = 30
+    /// Seconds the graceful shutdown may take before the service group cancels what still runs;
+    /// cancellation may take 5 s more, so the process ends within this plus 5 s of SIGTERM.
+    var shutdownTimeout = 10
     var sizeMB = 0
     var logLevel = Logger.Level.info
 
