@@ -7,6 +7,8 @@ public final class ShellHolder: @unchecked Sendable {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
+    /// The shell's standard error, kept in a file of its own (its messages: a refused statement).
+    private let errorFile = NSTemporaryDirectory() + "shell-holder-\(UUID().uuidString).err"
 
     /// The holder's process id.
     public var pid: Int32 { process.processIdentifier }
@@ -18,7 +20,8 @@ public final class ShellHolder: @unchecked Sendable {
         process.arguments = ["-batch", database]
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        _ = FileManager.default.createFile(atPath: errorFile, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errorFile) ?? FileHandle.nullDevice
         try process.run()
         try send((key.map { $0.pragma + "\n" } ?? "") + sql, database: database)
     }
@@ -63,6 +66,12 @@ public final class ShellHolder: @unchecked Sendable {
         return try ShellHolder(shell: shell, database: database, key: key, sql: "BEGIN EXCLUSIVE;\nINSERT INTO \(table) DEFAULT VALUES;")
     }
 
+    /// What the shell has written to its standard error so far (e.g. "database is locked" for a
+    /// statement it refused; it goes on with the next one).
+    public var errors: String {
+        (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? ""
+    }
+
     /// Rolls back, quits and waits for the shell to exit.
     public func release() {
         guard process.isRunning else { return }
@@ -71,5 +80,8 @@ public final class ShellHolder: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    deinit { release() }
+    deinit {
+        release()
+        try? FileManager.default.removeItem(atPath: errorFile)
+    }
 }
