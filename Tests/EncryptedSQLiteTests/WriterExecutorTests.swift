@@ -24,8 +24,10 @@ struct WriterExecutorTests {
         func release() { gate.signal() }
     }
 
-    /// Waits on a thread of its own, at most `limit` (a hang guard), for `done`.
-    static func finished(_ done: DispatchSemaphore, limit: Int = 120) async throws -> Bool {
+    /// Waits on a thread of its own, at most `limit` (a hang guard), for `done`. 900 s, as
+    /// `ServiceAPITests.WriterHolder`'s guard: in a full run on a loaded machine the cooperative
+    /// pool, where these tasks' global-executor parts run, was starved past 120 s.
+    static func finished(_ done: DispatchSemaphore, limit: Int = 900) async throws -> Bool {
         try await OwnThread.run { done.wait(timeout: .now() + .seconds(limit)) == .success }
     }
 
