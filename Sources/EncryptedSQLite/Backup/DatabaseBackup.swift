@@ -56,6 +56,11 @@ struct DatabaseBackup {
     let busyTimeout: Duration
     /// The durable file steps (the seam the rotations use; tests alter the copy through it).
     var files: FileOperations = .system
+    /// Runs the copy step (``EncryptedDatabase/backup(to:)`` holds its writer around it in
+    /// rollback-journal mode).
+    var aroundCopy: (_ copy: () throws(EncryptedDatabaseError) -> DatabaseExport.SourceFacts) throws(EncryptedDatabaseError) -> DatabaseExport.SourceFacts = { copy throws(EncryptedDatabaseError) in
+        try copy()
+    }
 
     /// Which copy the linked engine supports for these keys.
     var method: BackupReport.Method {
@@ -80,7 +85,7 @@ struct DatabaseBackup {
         let temporary = file.temporaryPath
         defer { file.close() }
         let method = method
-        let facts = try copy(into: temporary, method: method)
+        let facts = try aroundCopy { () throws(EncryptedDatabaseError) in try copy(into: temporary, method: method) }
         files.written(temporary)
         let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
         try exporter.verify(temporary, key: targetKey, against: facts, check: "PRAGMA quick_check",

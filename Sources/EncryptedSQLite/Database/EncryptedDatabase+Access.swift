@@ -143,9 +143,4 @@ extension EncryptedDatabase {
             }
         }
     }
-
-    /// The key the writer is on now, the busy timeout and the file steps (for backups and health reports).
-    var keyAndTimeout: (key: ResolvedKey, busyTimeout: Duration, files: FileOperations) {
-        writer.withLock { (writer.key, follower.options.busyTimeout, follower.options.files) }
-    }
 }

@@ -6,8 +6,8 @@ extension EncryptedDatabase {
     /// using the database.
     ///
     /// The backup is one consistent snapshot (one read transaction on a connection of its own:
-    /// in WAL mode writers go on meanwhile; in rollback-journal mode a writer's commit waits for
-    /// the copy, up to the busy timeout), encrypted with the current key of ``keys`` and its
+    /// in WAL mode writers go on meanwhile; in rollback-journal mode this process's writes wait
+    /// for the copy, and another process's commit waits for it up to its busy timeout), encrypted with the current key of ``keys`` and its
     /// settings, with `user_version` and `application_id` kept. On SQLCipher 3.x it is made with
     /// SQLite's backup API; SQLCipher 4.1 and later refuse that API for encrypted databases, so
     /// there it is made with `sqlcipher_export` into an attached keyed file
@@ -31,8 +31,22 @@ extension EncryptedDatabase {
     @discardableResult
     public func backup(to target: String) throws(EncryptedDatabaseError) -> BackupReport {
         try checkOpen()
-        let (key, busyTimeout, files) = keyAndTimeout
-        return try DatabaseBackup(path: path, sourceKey: key, targetKey: keys.current, busyTimeout: busyTimeout, files: files).run(to: target)
+        let (key, busyTimeout, files, walMode) = writer.withLock {
+            (writer.key, follower.options.busyTimeout, follower.options.files, (try? writer.connection.journalMode()) == "wal")
+        }
+        var backup = DatabaseBackup(path: path, sourceKey: key, targetKey: keys.current, busyTimeout: busyTimeout, files: files)
+        if !walMode {
+            // In rollback-journal mode the copy's read lock and a commit exclude each other, and a
+            // writer that commits back to back keeps the file's PENDING lock nearly all the time:
+            // the copy's connection could not take its read lock within the busy timeout (SQLCipher
+            // 4.6.1 CI, a thread committing in a loop). This process's writes wait for the copy on
+            // the writer's lock instead, as they would at their commit.
+            let writer = writer
+            backup.aroundCopy = { copy throws(EncryptedDatabaseError) in
+                try writer.withLock { () throws(EncryptedDatabaseError) in try copy() }
+            }
+        }
+        return try backup.run(to: target)
     }
 
     /// ``backup(to:)`` for a database that is not open in this process (`rekey backup`): finds the
