@@ -134,6 +134,9 @@ struct LateOpenerTests {
         // write that failed would otherwise show up at the end as rows lost by the rotation.
         let written = try writer.query("SELECT count(*) FROM audit;")
         try #require(written == "\(before + Self.inserted)", "the writer's insert did not take effect: its count is \(written), expected \(before + Self.inserted)")
+        // What another connection sees in WAL mode: the writer's rows, committed. Tells a COMMIT that did not take effect from
+        // rows lost afterwards.
+        var trail = ["after the writer's insert: the writer counts \(written), another connection \(walMode ? Self.otherCount(path, keys.current) : "not asked"), \(Self.sideFiles(path))"]
         let journalBefore = FileSystem.size(of: path + "-journal")
         if !walMode {
             let first = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-journal")).read(upToCount: 1)
@@ -176,11 +179,14 @@ struct LateOpenerTests {
             return
         }
         #expect(method == "export", "the export: \(method)")
+        trail.append("after the export: the late opener answered \(answer); the writer counts \((try? writer.query("SELECT count(*) FROM audit;")) ?? "nothing"), another connection \(walMode ? Self.otherCount(path, keys.current) : "not asked"), \(Self.sideFiles(path))")
         writer.release()
+        trail.append("after the writer closed: \(Self.sideFiles(path))")
+        print("late opener (\(walMode ? "WAL" : "rollback journal")): held \(blocked); \(trail.joined(separator: "; "))")
         let check = try KeyedConnections(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
         defer { check.close() }
         let count = try check.queryValue("SELECT count(*) FROM audit", as: Int.self)
-        let lost = "rows the writer committed to the new file were lost (the late opener was held \(blocked); fs.lease-break-time \(leaseBreakTime) s; the writer's errors: \(writer.errors.isEmpty ? "none" : writer.errors))"
+        let lost = "rows the writer committed to the new file were lost (the late opener was held \(blocked); fs.lease-break-time \(leaseBreakTime) s; the writer's errors: \(writer.errors.isEmpty ? "none" : writer.errors)); \(trail.joined(separator: "; "))"
         if walMode {
             // An open defect (see the CI notes of 2026-11-29): in 3 full-suite CI runs the count
             // fell back to the rows before the writer's, with the late opener held 0.5 s (the
@@ -194,6 +200,25 @@ struct LateOpenerTests {
             #expect(count == before + Self.inserted, "\(lost)")
         }
         #expect(try check.queryValue("PRAGMA integrity_check", as: String.self) == "ok")
+    }
+}
+
+extension LateOpenerTests {
+    /// The row count a fresh read-only connection of this process sees (for the failure message).
+    static func otherCount(_ path: String, _ key: ResolvedKey) -> String {
+        do {
+            let connection = try KeyedConnections(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(key)
+            defer { connection.close() }
+            return "\(try connection.queryValue("SELECT count(*) FROM audit", as: Int.self) ?? -1)"
+        } catch {
+            return "an error (\(error))"
+        }
+    }
+
+    /// The side files beside `path` and their sizes, and the inode the name stands for.
+    static func sideFiles(_ path: String) -> String {
+        let sizes = ["-wal", "-shm", "-journal"].map { suffix in "\(suffix) \(FileSystem.size(of: path + suffix).map(String.init) ?? "absent")" }
+        return "inode \(LeaseState.inode(of: path).map(String.init) ?? "?"), " + sizes.joined(separator: ", ")
     }
 }
 
