@@ -1,4 +1,4 @@
-import EncryptedSQLite
+@testable import EncryptedSQLite
 import Foundation
 import Testing
 import TestSupport
@@ -73,6 +73,40 @@ struct BackupTests {
     @Test("in rollback-journal mode this process's writes wait for a backup's copy on the writer, not on the file: a busy timeout shorter than the copy fails neither")
     func rollbackWritesWaitForTheCopy() throws {
         try backupsUnderWrites(walMode: false, busyTimeout: .milliseconds(10), filler: 5000)
+    }
+
+    /// The wait the fix above brings, bounded as a rotation's: the order comes from a hook
+    /// inside the copy, not from the copy's speed.
+    @Test("in rollback-journal mode an async write that comes during a backup's copy waits on the writer: past writerWaitLimit it gives up with writerWaitExpired and writes nothing; once the copy is done it commits")
+    func asyncWriteDuringTheCopy() async throws {
+        let ring = TestKeyring([.hex], in: directory)
+        let path = directory.file("held.sqlite")
+        var options = OpenOptions(createIfMissing: true)
+        options.writerWaitLimit = .milliseconds(200)
+        let database = try EncryptedDatabase(path: path, keys: try ring.keyList(database: path), options: options)
+        try await database.write { db in try db.execute("CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1)") }
+        let inCopy = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0)
+        DatabaseBackup.duringCopy.withLock { hooks in
+            hooks[path] = {
+                inCopy.signal()
+                _ = letGo.wait(timeout: .now() + 300)  // a hang guard only
+            }
+        }
+        defer { DatabaseBackup.duringCopy.withLock { $0[path] = nil } }
+        let target = directory.file("held-backup.sqlite")
+        let backup = OwnThread.started { try database.backup(to: target) }
+        let reached = try await OwnThread.run { inCopy.wait(timeout: .now() + 120) == .success }
+        try #require(reached, "the backup never reached its copy")
+        await #expect(throws: EncryptedDatabaseError.writerWaitExpired(path: database.path, waited: .milliseconds(200))) {
+            try await database.write { db in try db.execute("INSERT INTO t VALUES (2)") }
+        }
+        letGo.signal()
+        let report = try await backup.value()
+        try await database.write { db in try db.execute("INSERT INTO t VALUES (3)") }
+        #expect(try await database.read { db in try db.queryValue("SELECT group_concat(x) FROM t", as: String.self) } == "1,3")
+        let copy = try EncryptedDatabase(path: target, keys: try ring.keyList(database: target), options: OpenOptions(rotateToCurrentKey: false))
+        #expect(try await copy.read { db in try db.queryValue("SELECT group_concat(x) FROM t", as: String.self) } == "1")
+        #expect(report.keyID == ring.keys.last?.id)
     }
 
     private func backupsUnderWrites(walMode: Bool, busyTimeout: Duration, filler: Int) throws {

@@ -62,6 +62,10 @@ struct DatabaseBackup {
         try copy()
     }
 
+    /// For tests, by database path (tests run in parallel): called on the backup's thread while
+    /// its copy holds its snapshot (and, in rollback-journal mode, the writer). Empty in production.
+    static let duringCopy = Locked<[String: @Sendable () -> Void]>([:])
+
     /// Which copy the linked engine supports for these keys.
     var method: BackupReport.Method {
         SQLCipherEngine.linked.backsUpEncryptedDatabases && sourceKey.material != nil && targetKey.material != nil
@@ -117,12 +121,14 @@ struct DatabaseBackup {
                 // The facts and the pages come from one read transaction on the source.
                 return try source.transaction(.deferred) { source in
                     let facts = try DatabaseExport.SourceFacts(source, journalMode: source.journalMode())
+                    Self.duringCopy.withLock { $0[path] }?()
                     try source.backup(into: destination)
                     return facts
                 }
             case .export:
                 let exporter = DatabaseExport(path: path, busyTimeout: busyTimeout)
                 let walMode = (try? source.journalMode()) == "wal"
+                Self.duringCopy.withLock { $0[path] }?()
                 return try exporter.copy(on: source, to: targetKey, into: temporary, original: nil, walMode: walMode)
             }
         } catch {
