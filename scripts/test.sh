@@ -61,12 +61,20 @@ summary() {
     # What failed, last, where a reader of the output's tail sees it (the whole output is in the logs).
     for index in "${!failed[@]}"; do
       echo "== what failed in: ${failed[$index]} (whole output: ${failed_logs[$index]})" >&2
-      grep -aE '✘ Test .*(recorded an issue|failed after)|error: |Fatal error|Caught error' "${failed_logs[$index]}" | cut -c1-400 | head -30 >&2
+      failure_lines "${failed_logs[$index]}" >&2
       unfinished_tests "${failed_logs[$index]}" >&2
     done
     echo "FAILED: ${failed[*]}" >&2
     exit 1
   fi
+}
+failure_lines() {  # failure_lines <log>: each failure, with the detail lines (↳) Swift Testing prints under an issue
+  awk '
+    /✘ Test .*(recorded an issue|failed after)|error: |Fatal error|Caught error/ { print substr($0, 1, 400); detail = /recorded an issue/; count++; next }
+    detail && /^ *↳/ { print substr($0, 1, 2000); next }
+    { detail = 0 }
+    count >= 30 { exit }
+  ' "$1"
 }
 unfinished_tests() {  # unfinished_tests <log>: the tests the log shows started and never ended (a hang)
   awk '

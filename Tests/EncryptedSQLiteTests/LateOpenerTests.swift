@@ -81,6 +81,9 @@ struct LateOpenerTests {
                 shell.set((-1, "", "\(error)"))
             }
         }
+        // The break cannot begin before the shell starts: the time since then bounds how long the
+        // kernel has been counting toward fs.lease-break-time.
+        let shellStarted = ContinuousClock.now
         late.start()
         let original = LeaseState.inode(of: path)
         guard LeaseState.waitForBreak(of: path, limit: .seconds(60)) else {
@@ -98,11 +101,16 @@ struct LateOpenerTests {
         // The kernel breaks a lease its holder keeps past fs.lease-break-time after the break
         // began: from here, the late opener may go on without the export's release.
         let breakBegan = ContinuousClock.now
+        // How long each step of the window took since the break began: the kernel's limit bounds
+        // the whole window, so a failure names the step that used it up.
+        var steps: [String] = []
+        func step(_ name: String) { steps.append("\(name) \(Self.milliseconds(ContinuousClock.now - breakBegan)) ms") }
         rename.signal()
         guard renamed.wait(timeout: .now() + 60) == .success else {
             Issue.record("the export never reached its rename: \(rotation.value ?? "still running")")
             return
         }
+        step("renamed")
 
         // A service of the new file writes: in WAL mode it commits rows that stay in the WAL while
         // it is open; in rollback mode it stays inside a write transaction, its journal live. It is
@@ -117,6 +125,7 @@ struct LateOpenerTests {
         #expect(try probe.journalMode() == (walMode ? "wal" : "delete"))
         let before = try probe.queryValue("SELECT count(*) FROM audit", as: Int.self) ?? -1
         probe.close()
+        step("counted")
         let shellKey = try #require(ring.keys.last?.shellKey)
         let insert = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(Self.inserted)) INSERT INTO audit(person, note) SELECT 1, '\(String(repeating: "late ", count: 40))' FROM n;"
         // A transaction larger than the writer's cache spills pages into the file, which makes its
@@ -130,6 +139,7 @@ struct LateOpenerTests {
             ? ".timeout 20000\nBEGIN IMMEDIATE;\n\(insert)\nCOMMIT;"  // committed, in the WAL while the writer stays open
             : ".timeout 20000\nPRAGMA cache_size = 2;\nBEGIN IMMEDIATE;\n\(insert)")
         defer { writer.release() }
+        step("writer started and inserted")
         // The writer's own count: its rows are there (committed, or in its open transaction). A
         // write that failed would otherwise show up at the end as rows lost by the rotation.
         let written = try writer.query("SELECT count(*) FROM audit;")
@@ -137,6 +147,7 @@ struct LateOpenerTests {
         // What another connection sees in WAL mode: the writer's rows, committed. Tells a COMMIT that did not take effect from
         // rows lost afterwards.
         var trail = ["after the writer's insert: the writer counts \(written), another connection \(walMode ? Self.otherCount(path, keys.current) : "not asked"), \(Self.sideFiles(path))"]
+        step("writer counted")
         let journalBefore = FileSystem.size(of: path + "-journal")
         if !walMode {
             let first = try FileHandle(forReadingFrom: URL(fileURLWithPath: path + "-journal")).read(upToCount: 1)
@@ -146,10 +157,27 @@ struct LateOpenerTests {
         // The shell must still be waiting in its open: it may run only after the export's fence.
         // If it finished, the kernel broke the lease after fs.lease-break-time, and this run
         // tested nothing of the fence.
-        guard shell.value == nil, let original, LeaseState.isBreaking(inode: original) else {
+        let leaseBreakTime = Int((try? String(contentsOfFile: "/proc/sys/fs/lease-break-time", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 45
+        // Within the kernel's limit the lease cannot have been broken by the kernel, whatever one
+        // read of /proc/locks shows: that file is read in chunks, and a line can go missing from a
+        // read while other processes' locks come and go (a full-suite CI run).
+        let window = ContinuousClock.now - shellStarted
+        let stillBreaking = window < .seconds(leaseBreakTime)
+            || (0..<5).contains { _ in original.map(LeaseState.isBreaking(inode:)) ?? false }
+        guard shell.value == nil, stillBreaking else {
             resume.signal()
-            Issue.record("the shell ran before the export resumed: the kernel broke the lease after \((try? String(contentsOfFile: "/proc/sys/fs/lease-break-time", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?") s; the test's pause was too long: \(String(describing: shell.value))")
-            _ = rotation.wait(limit: .seconds(120))
+            let what = "the shell ran before the export resumed (\(steps.joined(separator: ", ")); the lease \(stillBreaking ? "still" : "no longer") breaking; the shell: \(String(describing: shell.value)); fs.lease-break-time \(leaseBreakTime) s; \(trail.joined(separator: "; "))"
+            let rotated = rotation.wait(limit: .seconds(120))
+            if window >= .seconds(leaseBreakTime) {
+                // The kernel broke the lease on its own: the test's own steps outlasted its limit
+                // (a loaded machine), so nothing of the export's fence was tested.
+                withKnownIssue("the scenario was not held: the kernel's lease-break time passed during the test's steps", isIntermittent: true) {
+                    Issue.record(Comment(rawValue: what + "; the export: \(rotated ?? "still running")"))
+                }
+            } else {
+                Issue.record(Comment(rawValue: "within the kernel's limit, " + what + "; the export: \(rotated ?? "still running")"))
+            }
             return
         }
         resume.signal()
@@ -160,8 +188,6 @@ struct LateOpenerTests {
         // How long the late opener was held: the kernel lets it in on its own after
         // fs.lease-break-time, before the export's fence.
         let blocked = ContinuousClock.now - breakBegan
-        let leaseBreakTime = Int((try? String(contentsOfFile: "/proc/sys/fs/lease-break-time", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 45
         // The replaced file's first page is zeroed and locked. The late opener finds no database
         // there, or hears locked; SQLCipher 4 with the new key reads the new file's page 1 from
         // its WAL and answers from the WAL's pages, which hold every row. Never a wrong count.
@@ -182,7 +208,7 @@ struct LateOpenerTests {
         trail.append("after the export: the late opener answered \(answer); the writer counts \((try? writer.query("SELECT count(*) FROM audit;")) ?? "nothing"), another connection \(walMode ? Self.otherCount(path, keys.current) : "not asked"), \(Self.sideFiles(path))")
         writer.release()
         trail.append("after the writer closed: \(Self.sideFiles(path))")
-        print("late opener (\(walMode ? "WAL" : "rollback journal")): held \(blocked); \(trail.joined(separator: "; "))")
+        print("late opener (\(walMode ? "WAL" : "rollback journal")): held \(blocked) (\(steps.joined(separator: ", "))); \(trail.joined(separator: "; "))")
         let check = try KeyedConnections(path: path, access: .readOnly, busyTimeout: .seconds(5)).connect(keys.current)
         defer { check.close() }
         let count = try check.queryValue("SELECT count(*) FROM audit", as: Int.self)
@@ -213,6 +239,11 @@ extension LateOpenerTests {
         } catch {
             return "an error (\(error))"
         }
+    }
+
+    /// `duration` in whole milliseconds.
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// The side files beside `path` and their sizes, and the inode the name stands for.
