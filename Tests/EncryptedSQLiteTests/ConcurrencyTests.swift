@@ -159,6 +159,49 @@ struct ConcurrencyTests {
             """), "\(stderr)")
     }
 
+    @Test("backup(to:) from inside a write closure traps with a message instead of hanging")
+    func backupInsideWrite() async throws {
+        // Before the writer's lock knew its owner, this hung for ever (the child never ended).
+        let result = try #require(await #expect(processExitsWith: .signal(Self.trap), observing: [\.standardErrorContent]) {
+            try Self.writerCallInsideWrite(backup: true)
+        })
+        Self.expectWriterMessage(result.standardErrorContent)
+    }
+
+    @Test("rotateToCurrentKey() from inside a write closure traps with a message instead of hanging")
+    func rotationInsideWrite() async throws {
+        let result = try #require(await #expect(processExitsWith: .signal(Self.trap), observing: [\.standardErrorContent]) {
+            try Self.writerCallInsideWrite(backup: false)
+        })
+        Self.expectWriterMessage(result.standardErrorContent)
+    }
+
+    /// The signal of a precondition failure: the trap instruction's (SIGILL from ud2 on x86_64,
+    /// SIGTRAP from brk on arm64).
+    #if arch(x86_64)
+    static let trap = SIGILL
+    #else
+    static let trap = SIGTRAP
+    #endif
+
+    static func expectWriterMessage(_ standardError: [UInt8]) {
+        let stderr = String(decoding: standardError, as: UTF8.self)
+        #expect(stderr.contains("was called from inside a write closure of the same database on the same thread, which would deadlock"), "\(stderr)")
+    }
+
+    /// `backup(to:)` (or `rotateToCurrentKey()`) inside a write, in synchronous code.
+    static func writerCallInsideWrite(backup: Bool) throws {
+        let scratch = try Scratch()
+        try scratch.database.write { db in
+            try db.execute("CREATE TABLE t(x)")
+            if backup {
+                try scratch.database.backup(to: scratch.directory.file("backup.sqlite"))
+            } else {
+                _ = try scratch.database.rotateToCurrentKey()
+            }
+        }
+    }
+
     /// A read inside a write, in synchronous code (the blocking overloads are unavailable from
     /// the exit test's async closure).
     static func readInsideWrite() throws {

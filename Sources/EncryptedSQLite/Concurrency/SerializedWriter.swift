@@ -16,7 +16,7 @@ import SQLCipherConnection
 /// ```
 final class SerializedWriter: @unchecked Sendable {
     // Invariant: `connection`, `key`, `report` and `isShutDown` are only touched with `lock` held.
-    private let lock = NSLock()
+    private let lock = OwnedLock()
     /// The writer connection (closed while the database stands aside or after a failed reopen).
     private(set) var connection: Connection
     /// The key `connection` was opened with: the key the file is on.
@@ -47,9 +47,15 @@ final class SerializedWriter: @unchecked Sendable {
         executor = WriterExecutor(queue: queue)
     }
 
-    /// Runs `body` holding the writer's lock, with its typed error.
+    /// Runs `body` holding the writer's lock, with its typed error. Traps, with a message, when
+    /// the current thread holds the lock already (a call that needs the writer from inside a
+    /// write closure), which would otherwise hang that thread.
     func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
-        lock.lock()
+        precondition(lock.lock(), """
+            An EncryptedDatabase method that needs the database's writer (backup(to:), rotateToCurrentKey, \
+            a step aside, a background rotation step) was called from inside a write closure of the same \
+            database on the same thread, which would deadlock. Call it after the write closure returns.
+            """)
         defer { lock.unlock() }
         return try body()
     }
