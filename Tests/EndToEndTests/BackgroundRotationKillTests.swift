@@ -69,6 +69,7 @@ struct BackgroundRotationKillTests {
         let pipe = Pipe()
         let process = writer.start(output: pipe.fileHandleForWriting)
         try process.run()
+        let child = ChildSignal(process)
         try pipe.fileHandleForWriting.close()
         let output = OutputLines(pipe.fileHandleForReading)
         // The writer has the file open and has committed rows before the rotation opens it.
@@ -86,7 +87,7 @@ struct BackgroundRotationKillTests {
         let afterRotation = output.count(prefix: "committed ") + 25
         let wentOn = await output.arrived(count: afterRotation, of: "committed ")
         #expect(wentOn, "the writer did not go on after the rotation: \(output.text.suffix(500))")
-        kill(process.processIdentifier, SIGKILL)
+        child.send(SIGKILL)
         process.waitUntilExit()
         output.waitForEnd()  // a join: every line it printed has been read
         #expect(report.method != .backgroundCopy)
@@ -107,6 +108,7 @@ struct BackgroundRotationKillTests {
         let process = service.start(output: pipe.fileHandleForWriting)
         let start = ContinuousClock.now
         try process.run()
+        let child = ChildSignal(process)
         try pipe.fileHandleForWriting.close()
         let output = OutputLines(pipe.fileHandleForReading)
         if stopAtRotated {
@@ -117,7 +119,7 @@ struct BackgroundRotationKillTests {
             // row the service saw committed must survive wherever it lands.
             sleep(for: delay)
         }
-        kill(process.processIdentifier, SIGKILL)
+        child.send(SIGKILL)
         process.waitUntilExit()
         output.waitForEnd()  // a join: every line it printed has been read
         let all = output.lines

@@ -120,13 +120,14 @@ struct FleetCLITests {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        let child = ChildSignal(process)
         // Kill it once it has reported about a third of the files.
         var seen = Data()
         while process.isRunning {
             seen.append(output.fileHandleForReading.availableData)
             if seen.split(separator: UInt8(ascii: "\n")).count >= fleet.good.count / 3 { break }
         }
-        kill(process.processIdentifier, SIGKILL)
+        child.send(SIGKILL)
         process.waitUntilExit()
         let doneBeforeKill = seen.split(separator: UInt8(ascii: "\n")).count
 

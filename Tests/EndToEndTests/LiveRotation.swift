@@ -117,6 +117,7 @@ final class RunningProcess: @unchecked Sendable {
     private let output = Pipe(), errors = Pipe()
     private let lock = NSLock()
     private var collected: (stdout: OutputLines, stderr: OutputLines)?
+    private var child: ChildSignal?
 
     init(name: String, _ make: (Pipe, Pipe) -> Process) {
         self.name = name
@@ -125,9 +126,19 @@ final class RunningProcess: @unchecked Sendable {
 
     func start() throws {
         try process.run()
+        let child = ChildSignal(process)
         try output.fileHandleForWriting.close()
         try errors.fileHandleForWriting.close()
-        lock.withLock { collected = (OutputLines(output.fileHandleForReading), OutputLines(errors.fileHandleForReading)) }
+        lock.withLock {
+            self.child = child
+            collected = (OutputLines(output.fileHandleForReading), OutputLines(errors.fileHandleForReading))
+        }
+    }
+
+    /// Sends `number` to this process if it has not ended (``ChildSignal``); `true` when sent.
+    @discardableResult
+    func signal(_ number: Int32) -> Bool {
+        lock.withLock { child }?.send(number) ?? false
     }
 
     /// Its standard output's lines as they arrive.

@@ -68,7 +68,7 @@ struct LiveRotationTests {
                     // Not an order: the kill instant is meant to be random (within about the first
                     // rotation's time); the services must see no failure wherever it lands.
                     sleep(for: .nanoseconds(Int64(Double.random(in: 0...1.2, using: &random) * window.seconds * 1e9)))
-                    if rekey.process.isRunning { kill(rekey.process.processIdentifier, SIGKILL); killed += 1 }
+                    if rekey.signal(SIGKILL) { killed += 1 }
                 }
                 let status = rekey.wait()
                 if status != 128 + SIGKILL {

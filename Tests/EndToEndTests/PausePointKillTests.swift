@@ -47,7 +47,7 @@ struct PausePointKillTests {
                 break
             }
             let event = harness.output.lines.first { $0.text.hasPrefix("paused ") }?.text ?? ""
-            kill(harness.process.processIdentifier, SIGKILL)
+            harness.kill()
             _ = harness.finish()
             points += 1
 
@@ -82,6 +82,7 @@ struct PausePointKillTests {
         private let outputPipe = Pipe(), errorPipe = Pipe()
         private(set) var output: OutputLines!
         private var errors: OutputLines!
+        private var child: ChildSignal?
 
         init(folder: LiveRotationFolder, environment: [String: String]) {
             process.executableURL = URL(fileURLWithPath: BuiltProduct.crashHarness)
@@ -94,6 +95,7 @@ struct PausePointKillTests {
 
         func start() throws {
             try process.run()
+            child = ChildSignal(process)
             try outputPipe.fileHandleForWriting.close()
             try errorPipe.fileHandleForWriting.close()
             output = OutputLines(outputPipe.fileHandleForReading)
@@ -115,5 +117,10 @@ struct PausePointKillTests {
         }
 
         var stderr: String { errors.text }
+
+        /// SIGKILL, to this process only (``ChildSignal``).
+        func kill() {
+            child?.send(SIGKILL)
+        }
     }
 }

@@ -83,6 +83,7 @@ struct WriterKillTests {
         let pipe = Pipe()
         let process = writer.start(output: pipe.fileHandleForWriting)
         try process.run()
+        let child = ChildSignal(process)
         try pipe.fileHandleForWriting.close()
         let output = OutputLines(pipe.fileHandleForReading)
         // It has the file open and has committed a few rows before the rotation starts.
@@ -92,7 +93,7 @@ struct WriterKillTests {
             try body(output)
         }
         // Killed exactly once, and only while it is ours (a reaped PID can be reused).
-        kill(process.processIdentifier, SIGKILL)
+        child.send(SIGKILL)
         process.waitUntilExit()
         output.waitForEnd()  // a join: every line it printed has been read
         try failure.get()

@@ -13,7 +13,7 @@ public final class HangGuard: @unchecked Sendable {
     /// stress sizes that make a run longer).
     public static let defaultLimit = Duration.seconds(TestKnobs.count("TEST_HANG_LIMIT", default: 300))
 
-    private let process: Process
+    private let child: ChildSignal
     private let lock = NSLock()
     // Only touched with `lock` held.
     private var ended = false
@@ -22,7 +22,7 @@ public final class HangGuard: @unchecked Sendable {
 
     /// Arms the guard for a started `process`.
     public init(_ process: Process, limit: Duration) {
-        self.process = process
+        child = ChildSignal(process)
         let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
         // Weak: a guard (and with it the process, its pipes and their descriptors) must not live
         // on for the whole limit after its caller is done; kept alive, each process run held its
@@ -34,10 +34,9 @@ public final class HangGuard: @unchecked Sendable {
 
     private func signal(_ number: Int32) {
         lock.withLock {
-            // Only while it is ours: a reaped process's PID can be reused.
-            guard !ended, process.isRunning else { return }
+            // Only while it is ours: a reaped process's PID can be reused (ChildSignal).
+            guard !ended, child.send(number) else { return }
             fired = true
-            kill(process.processIdentifier, number)
         }
     }
 

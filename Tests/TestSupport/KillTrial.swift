@@ -27,11 +27,12 @@ public struct KillTrial: Sendable {
     public func killed(after delay: Duration) throws -> Bool {
         let process = start()
         try process.run()
+        let child = ChildSignal(process)
         // Not an order: the kill instant is meant to be arbitrary (the caller draws it at random);
         // the trial's verdict must hold wherever it lands.
         sleep(for: delay)
         let running = process.isRunning
-        kill(process.processIdentifier, SIGKILL)
+        child.send(SIGKILL)  // never to a process or thread that got the PID of one that ended
         process.waitUntilExit()
         return running
     }
