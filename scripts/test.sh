@@ -68,12 +68,18 @@ summary() {
     exit 1
   fi
 }
-failure_lines() {  # failure_lines <log>: each failure, with the detail lines (↳) Swift Testing prints under an issue
+failure_lines() {  # failure_lines <log>: each failure (30 at most), with the detail lines (↳) Swift Testing prints under an issue
   awk '
-    /✘ Test .*(recorded an issue|failed after)|error: |Fatal error|Caught error/ { print substr($0, 1, 400); detail = /recorded an issue/; count++; next }
+    /Test run started/ { started = 1 }
+    /Test run with .* (passed|failed) after/ { summarized = 1 }
+    /✘ Test .*(recorded an issue|failed after)|error: |Fatal error|Caught error/ {
+      if (count++ < 30) print substr($0, 1, 400)
+      detail = /recorded an issue/ && count <= 30
+      next
+    }
     detail && /^ *↳/ { print substr($0, 1, 2000); next }
     { detail = 0 }
-    count >= 30 { exit }
+    END { if (started && !summarized) print "   the test process ended without its summary: killed (SIGKILL leaves no message) or crashed; the tests still running are below" }
   ' "$1"
 }
 unfinished_tests() {  # unfinished_tests <log>: the tests the log shows started and never ended (a hang)
