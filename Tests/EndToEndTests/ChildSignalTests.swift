@@ -28,7 +28,7 @@ struct ChildSignalTests {
         let pid = ended.processIdentifier
         // The PID's next owner: a process started with the PID the ended child had. The kernel
         // hands out `ns_last_pid + 1` next; writing it takes root (CAP_SYS_ADMIN), and another
-        // test may start a process in between, so a few tries.
+        // test may start a process or thread in between, so up to 200 tries.
         guard let successor = try Self.start(withPID: pid) else {
             try withKnownIssue("the ended child's PID could not be handed to a new process (needs root, or other processes took it first)", isIntermittent: true) {
                 try #require(Bool(false))
@@ -45,9 +45,13 @@ struct ChildSignalTests {
         #expect(successor.isRunning, "the PID's new owner was signalled")
     }
 
-    /// Starts `sleep 30` with the PID `pid`, or returns `nil` after 20 tries.
+    /// Starts `sleep 30` with the PID `pid`, or returns `nil`: without root, once another
+    /// process or thread has taken the PID (it then stays taken), or after 200 tries. Each try
+    /// loses only when another process or thread starts between the write and the start, which a
+    /// full parallel run does often (a CI run lost 20 tries in a row).
     private static func start(withPID pid: Int32) throws -> Process? {
-        for _ in 0..<20 {
+        for _ in 0..<200 {
+            guard kill(pid, 0) != 0, errno == ESRCH else { return nil }  // taken by another
             guard let lastPID = FileHandle(forWritingAtPath: "/proc/sys/kernel/ns_last_pid") else { return nil }
             do {
                 try lastPID.write(contentsOf: Data("\(pid - 1)".utf8))
