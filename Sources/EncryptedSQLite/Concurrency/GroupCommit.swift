@@ -81,7 +81,7 @@ extension SerializedWriter {
             leftWaiting.withLock { $0 += 1 }
         }
         pendingWrites.append(pending)
-        queue.async { self.drainWrites(write) }
+        executor.async { self.drainWrites(write) }
     }
 
     /// On the writer queue: runs every write waiting now that its caller still waits for. One
@@ -162,7 +162,7 @@ extension SerializedWriter {
                 let notRun = Array(writes[(aborted.index + 1)...])
                 if !notRun.isEmpty {
                     pendingWrites.putBack(notRun)
-                    queue.async { self.drainWrites(write) }
+                    executor.async { self.drainWrites(write) }
                 }
             } else {
                 // BEGIN failed (no closure ran) or COMMIT failed: no closure's changes stand.

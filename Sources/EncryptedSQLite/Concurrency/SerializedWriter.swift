@@ -29,7 +29,8 @@ final class SerializedWriter: @unchecked Sendable {
     var keyID: String { keyIDSnapshot.withLock { $0 } }
     /// `true` once the database was closed: nothing may open the file for it again.
     private(set) var isShutDown = false
-    /// The one thread async writes (and async reads without a reader pool) run on.
+    /// The one thread async writes (and async reads without a reader pool) run on. Work goes
+    /// there through ``executor`` (``WriterExecutor/async(_:)``), which marks it as running there.
     let queue = DispatchQueue(label: "EncryptedSQLite.EncryptedDatabase.writer")
     /// `queue` as a task executor (``EncryptedDatabase/writerExecutor``).
     let executor: WriterExecutor

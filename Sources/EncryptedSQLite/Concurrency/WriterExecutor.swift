@@ -34,22 +34,41 @@ import Foundation
 public final class WriterExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: `queue` is thread-safe and never replaced.
     private let queue: DispatchQueue
-    /// Set on the writer queue, with this executor's identity as the value.
-    private static let key = DispatchSpecificKey<ObjectIdentifier>()
+    /// The executor whose job the current thread is running, as a thread-specific value. Not a
+    /// queue-specific one (`DispatchQueue.setSpecific`): libdispatch releases a queue's specific
+    /// values on one of its worker threads when the queue goes, which woke a thread at every
+    /// database's close.
+    private static let running: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create failed")
+        return key
+    }()
 
     init(queue: DispatchQueue) {
         self.queue = queue
-        queue.setSpecific(key: Self.key, value: ObjectIdentifier(self))
     }
 
     /// Runs `job` on the writer's queue, after the work queued there before it.
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        queue.async { job.runSynchronously(on: executor) }
+        async { job.runSynchronously(on: executor) }
+    }
+
+    /// Runs `work` on the writer's queue, after the work queued there before it, with
+    /// ``isCurrent`` `true` while it runs. Every piece of work the library queues there (async
+    /// writes and their group commits, reads without a pool, the probe, close's barrier, and the
+    /// jobs of tasks on this executor) goes through here.
+    func async(_ work: @escaping @Sendable () -> Void) {
+        queue.async { [self] in
+            let outer = pthread_getspecific(Self.running)
+            pthread_setspecific(Self.running, Unmanaged.passUnretained(self).toOpaque())
+            defer { pthread_setspecific(Self.running, outer) }
+            work()
+        }
     }
 
     /// `true` when the calling code runs on the writer's queue (a task on this executor, or the
-    /// library's own work there).
-    var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.key) == ObjectIdentifier(self) }
+    /// library's own work there, queued through ``async(_:)``).
+    var isCurrent: Bool { pthread_getspecific(Self.running) == Unmanaged.passUnretained(self).toOpaque() }
 }

@@ -31,7 +31,7 @@ extension EncryptedDatabase {
             return value
         }
         if readers == nil {
-            return try await runWaiting(on: .writer(writer.queue), limit: follower.options.writerWaitLimit) { waiting in
+            return try await runWaiting(on: .writer(writer.executor), limit: follower.options.writerWaitLimit) { waiting in
                 try self.performRead { db in
                     try waiting.mustStart()
                     return try body(db)
@@ -82,7 +82,7 @@ extension EncryptedDatabase {
     public func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         try checkOpen()
         checkNotHoldingWriter("writeWithoutTransaction")
-        return try await runWaiting(on: .writer(writer.queue), limit: follower.options.writerWaitLimit) { waiting in
+        return try await runWaiting(on: .writer(writer.executor), limit: follower.options.writerWaitLimit) { waiting in
             try self.performWriteWithoutTransaction { db in
                 try waiting.mustStart()
                 return try body(db)
@@ -93,12 +93,12 @@ extension EncryptedDatabase {
     /// Where ``runWaiting(on:limit:_:)`` runs its access: the writer's serial queue, or a thread of
     /// the database's blocking work (a pooled read).
     enum WorkQueue {
-        case writer(DispatchQueue)
+        case writer(WriterExecutor)
         case blocking(BlockingWork)
 
         func async(_ work: @escaping @Sendable () -> Void) {
             switch self {
-            case .writer(let queue): queue.async(execute: work)
+            case .writer(let executor): executor.async(work)
             case .blocking(let blocking): blocking.async(work)
             }
         }

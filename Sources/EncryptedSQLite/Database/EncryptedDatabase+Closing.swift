@@ -22,7 +22,7 @@ extension EncryptedDatabase {
         // async read waiting for a pooled reader is blocking work of the database: a barrier
         // behind the one and a drain of the other wait for them.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            writer.queue.async { continuation.resume() }
+            writer.executor.async { continuation.resume() }
         }
         await queue.drained()
         if let rotation { _ = try? await rotation.result() }

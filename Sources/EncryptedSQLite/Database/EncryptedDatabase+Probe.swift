@@ -50,7 +50,7 @@ extension EncryptedDatabase {
     private func probeRead(limit: Duration) async throws -> Int {
         let count: @Sendable (Connection) throws -> Int = { db in try db.queryValue("SELECT count(*) FROM sqlite_master", as: Int.self) ?? 0 }
         if let readers, case .read(let value) = try readOnFreeReader(readers, count) { return value }
-        return try await runWaiting(on: readers == nil ? .writer(writer.queue) : .blocking(queue), limit: limit) { waiting in
+        return try await runWaiting(on: readers == nil ? .writer(writer.executor) : .blocking(queue), limit: limit) { waiting in
             try self.performRead { db in
                 try waiting.mustStart()
                 return try count(db)
