@@ -34,7 +34,8 @@ import Foundation
 public final class WriterExecutor: TaskExecutor, @unchecked Sendable {
     // @unchecked: `queue` is thread-safe and never replaced.
     private let queue: DispatchQueue
-    /// The executor whose job the current thread is running, as a thread-specific value. Not a
+    /// The executor whose queue's work (``async(_:)``) the current thread runs, as a
+    /// thread-specific value; the work holds the executor, so the address names it. Not a
     /// queue-specific one (`DispatchQueue.setSpecific`): libdispatch releases a queue's specific
     /// values on one of its worker threads when the queue goes, which woke a thread at every
     /// database's close.
